@@ -1,0 +1,1 @@
+"""Any Hugging Face encoder with a span head (`AutoModelForQuestionAnswering`)."""

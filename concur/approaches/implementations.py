@@ -1,0 +1,95 @@
+"""The implementations an approach spec can name in `implementation = "..."`.
+
+Each entry points at a dataclass listing the hyperparameters the implementation accepts
+(imported to validate specs, so it must not import torch) and at the approach class
+(imported only when a job runs).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any
+
+from concur.errors import UnknownNameError, closest
+
+
+@dataclass(frozen=True)
+class Implementation:
+    hparams: str
+    approach: str
+
+
+IMPLEMENTATIONS: dict[str, Implementation] = {
+    "hf-span": Implementation(
+        hparams="concur.approaches.hf_span.hparams:HFSpanHParams",
+        approach="concur.approaches.hf_span.approach:HFSpanApproach",
+    ),
+}
+
+
+def _load(target: str) -> Any:
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def hparams_class(implementation: str) -> type:
+    if implementation not in IMPLEMENTATIONS:
+        raise UnknownNameError("implementation", implementation, IMPLEMENTATIONS)
+    return _load(IMPLEMENTATIONS[implementation].hparams)
+
+
+def approach_class(implementation: str) -> type:
+    if implementation not in IMPLEMENTATIONS:
+        raise UnknownNameError("implementation", implementation, IMPLEMENTATIONS)
+    return _load(IMPLEMENTATIONS[implementation].approach)
+
+
+def validate_hparams(implementation: str, hparams: dict[str, Any]) -> tuple[str | None, str] | None:
+    """`(field, problem)` for the first invalid hyperparameter, or None when all are valid."""
+    cls = hparams_class(implementation)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    hints = typing.get_type_hints(cls)
+    for key, value in hparams.items():
+        if key not in fields:
+            hint = closest(key, fields)
+            return key, f"is not a hyperparameter of {implementation!r}" + (f"; did you mean {hint!r}?" if hint else "")
+        if not _matches(value, hints[key]):
+            return key, f"must be {_describe(hints[key])}, got {value!r}"
+    required = [
+        name for name, f in fields.items()
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING and name not in hparams
+    ]
+    if required:
+        return None, f"missing {', '.join(required)} (every hyperparameter of {implementation!r} is declared in the spec)"
+    return None
+
+
+def build_hparams(implementation: str, hparams: dict[str, Any]) -> Any:
+    """The implementation's hyperparameter dataclass, filled from a validated table."""
+    cls = hparams_class(implementation)
+    hints = typing.get_type_hints(cls)
+    return cls(**{key: float(value) if hints[key] is float else value for key, value in hparams.items()})
+
+
+def _matches(value: Any, hint: Any) -> bool:
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        return any(_matches(value, option) for option in typing.get_args(hint))
+    if typing.get_origin(hint) is typing.Literal:
+        return value in typing.get_args(hint)
+    if hint is type(None):
+        return value is None
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint)
+
+
+def _describe(hint: Any) -> str:
+    if typing.get_origin(hint) is typing.Literal:
+        return "one of " + ", ".join(repr(option) for option in typing.get_args(hint))
+    return getattr(hint, "__name__", str(hint))

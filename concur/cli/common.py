@@ -1,0 +1,67 @@
+"""What every command shares: the global options, consoles and output formats."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from concur.data.sources import SourceLocator
+from concur.registry import Registry, default_registry
+from concur.workspace import Workspace, data_roots
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False)
+
+
+class Format(str, Enum):
+    table = "table"
+    json = "json"
+
+
+@dataclass
+class Settings:
+    """The root command's options, handed to every subcommand through typer's context."""
+
+    registry_dirs: list[Path] = field(default_factory=list)
+    runs_dir: Path | None = None
+
+    def registry(self) -> Registry:
+        return default_registry(self.registry_dirs)
+
+    def workspace(self) -> Workspace:
+        return Workspace.resolve(self.runs_dir)
+
+    def locator(self, source_dirs: list[Path] | None) -> SourceLocator:
+        return SourceLocator(tuple(data_roots(tuple(source_dirs or ()))), self.workspace().cache_dir)
+
+
+def settings(ctx: typer.Context) -> Settings:
+    return ctx.ensure_object(Settings)
+
+
+def print_json(payload: Any) -> None:
+    """JSON on stdout, unstyled, so it can be piped."""
+    print(json.dumps(payload, indent=2, sort_keys=False, ensure_ascii=False))
+
+
+def print_table(title: str | None, columns: list[str], rows: list[list[Any]]) -> None:
+    table = Table(title=title, title_justify="left")
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(*("" if value is None else str(value) for value in row))
+    out.print(table)
+
+
+SOURCE_DIR_OPTION = typer.Option(
+    None,
+    "--source-dir",
+    help="Directory holding local copies of source files (as DIR/<source path>[.gz]); also $CONCUR_DATA_ROOT.",
+)

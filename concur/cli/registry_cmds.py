@@ -1,0 +1,92 @@
+"""`concur benches` and `concur approaches`: what the registry holds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from concur.cli.common import SOURCE_DIR_OPTION, Format, print_json, print_table, settings
+from concur.data.prepare import prepared
+from concur.data.sources import SourceLocator
+from concur.registry.specs import APPROACH_FAMILIES, BENCHMARK_FAMILIES, BenchmarkSpec
+from concur.errors import UnknownNameError
+
+
+def benches(
+    ctx: typer.Context,
+    family: str | None = typer.Option(None, "--family", help=f"Only this family: {', '.join(BENCHMARK_FAMILIES)}."),
+    output: Format = typer.Option(Format.table, "--format", help="table or json"),
+    source_dir: list[Path] | None = SOURCE_DIR_OPTION,
+) -> None:
+    """List the registered benchmarks, their families, and where their data would come from."""
+    state = settings(ctx)
+    if family is not None and family not in BENCHMARK_FAMILIES:
+        raise UnknownNameError("benchmark family", family, BENCHMARK_FAMILIES)
+    locator = state.locator(source_dir)
+    data_dir = state.workspace().data_dir
+    records = []
+    for spec in state.registry().benchmarks():
+        if family is None or spec.family == family:
+            records.append(_bench_record(spec, locator, data_dir))
+    if output is Format.json:
+        print_json(records)
+        return
+    rows = [[r["id"], r["family"], r["status"], r["data"], ", ".join(f"{k}: {v['path']}" for k, v in r["source"].items())] for r in records]
+    print_table(f"{len(records)} benchmarks", ["id", "family", "status", "data", "source files"], rows)
+
+
+def _bench_record(spec: BenchmarkSpec, locator: SourceLocator, data_dir: Path) -> dict[str, Any]:
+    places = {name: locator.availability(source) for name, source in spec.sources.items()}
+    if prepared(data_dir, spec) is not None:
+        data = "prepared"
+    elif "missing" in places.values():
+        data = "missing"
+    elif "download" in places.values():
+        data = "download"
+    else:
+        data = "local" if "local" in places.values() else "cache"
+    return {
+        "id": spec.id,
+        "name": spec.name,
+        "family": spec.family,
+        "status": "ready",
+        "data": data,
+        "source": {
+            name: {"reader": source.reader, "path": source.path, "md5": source.md5, "url": source.origin, "available": places[name]}
+            for name, source in spec.sources.items()
+        },
+        "spec_file": str(spec.file),
+    }
+
+
+def approaches(
+    ctx: typer.Context,
+    family: str | None = typer.Option(None, "--family", help=f"Only this family: {', '.join(APPROACH_FAMILIES)}."),
+    output: Format = typer.Option(Format.table, "--format", help="table or json"),
+) -> None:
+    """List the registered approaches; planned ones say why they cannot run yet."""
+    if family is not None and family not in APPROACH_FAMILIES:
+        raise UnknownNameError("approach family", family, APPROACH_FAMILIES)
+    records = []
+    for spec in settings(ctx).registry().approaches():
+        if family is None or spec.family == family:
+            model = spec.model.get("hub") or spec.model.get("package") or spec.model.get("path") or spec.model.get("word_vectors")
+            records.append(
+                {
+                    "id": spec.id,
+                    "name": spec.name,
+                    "family": spec.family,
+                    "status": spec.status,
+                    "implementation": spec.implementation,
+                    "model": model,
+                    "message": spec.planned_note if not spec.runnable else "",
+                    "spec_file": str(spec.file),
+                }
+            )
+    if output is Format.json:
+        print_json(records)
+        return
+    rows = [[r["id"], r["family"], r["status"], r["implementation"], r["model"], r["message"]] for r in records]
+    print_table(f"{len(records)} approaches", ["id", "family", "status", "implementation", "model", "note"], rows)

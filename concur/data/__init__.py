@@ -1,0 +1,1 @@
+"""Data: the unified MRQA-format model, readers of upstream formats, transforms, sources."""

@@ -1,0 +1,140 @@
+"""Materialise a benchmark: read its sources, apply its transforms, write MRQA files.
+
+The result is `runs/data/<id>/{train,test}.jsonl.gz` plus `manifest.json` (spec hash,
+source md5s, question and context counts, dropped examples, creation time). The directory
+is built under a temporary name and renamed into place complete, so a half-prepared
+benchmark is never read. Preparing again with an unchanged spec does no work.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from concur import __version__
+from concur.data.model import Split
+from concur.data.mrqa import read_mrqa, write_mrqa
+from concur.data.readers import get_reader
+from concur.data.sources import LocatedSource, SourceLocator
+from concur.data.transforms import carve, downsample
+from concur.errors import ConcurError, DataFormatError
+from concur.fsutil import atomic_write_json, md5_file, publish_directory, read_json
+from concur.registry.specs import BenchmarkSpec, SplitPlan
+
+SPLITS = ("train", "test")
+MANIFEST = "manifest.json"
+
+
+@dataclass(frozen=True)
+class PreparedBenchmark:
+    """A materialised benchmark on disk."""
+
+    directory: Path
+    manifest: dict[str, Any]
+
+    @property
+    def data_hash(self) -> str:
+        """Identity of the data, part of every job key: a hash of both splits' content."""
+        return self.manifest["data_hash"]
+
+    def load(self, split: str) -> Split:
+        return read_mrqa(self.directory / self.manifest["splits"][split]["file"])
+
+
+def prepared(data_dir: Path, spec: BenchmarkSpec) -> PreparedBenchmark | None:
+    """The benchmark's materialised data if it is complete and made from this spec."""
+    directory = data_dir / spec.id
+    manifest_path = directory / MANIFEST
+    if not manifest_path.is_file():
+        return None
+    manifest = read_json(manifest_path)
+    if manifest.get("spec_hash") != spec.spec_hash:
+        return None
+    if not all((directory / manifest["splits"][split]["file"]).is_file() for split in SPLITS):
+        return None
+    return PreparedBenchmark(directory, manifest)
+
+
+def prepare(spec: BenchmarkSpec, locator: SourceLocator, data_dir: Path, *, force: bool = False) -> tuple[PreparedBenchmark, bool]:
+    """Materialise `spec` unless it already is; returns the data and whether work was done."""
+    if not force and (existing := prepared(data_dir, spec)) is not None:
+        return existing, False
+    names = [spec.carve.source] if spec.carve else list(dict.fromkeys(plan.source for plan in (spec.train, spec.test)))
+    located = {name: locator.locate(spec.sources[name]) for name in names}
+    splits = _build_splits(spec, located)
+    staging = data_dir / f".staging-{spec.id}-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        manifest = _write(spec, splits, located, staging)
+        publish_directory(staging, data_dir / spec.id)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return PreparedBenchmark(data_dir / spec.id, manifest), True
+
+
+def _build_splits(spec: BenchmarkSpec, located: dict[str, LocatedSource]) -> dict[str, Split]:
+    def read(name: str, split_name: str) -> Split:
+        source = located[name]
+        return get_reader(source.source.reader)(source.path, split_name)
+
+    if spec.carve is not None:
+        whole = read(spec.carve.source, "all")
+        raw = dict(zip(SPLITS, carve(whole, by=spec.carve.by, test_fraction=spec.carve.test_fraction, seed=spec.carve.seed)))
+    else:
+        raw = {split: read(plan.source, split) for split, plan in zip(SPLITS, (spec.train, spec.test))}
+    splits = {split: _transformed(raw[split], plan) for split, plan in zip(SPLITS, (spec.train, spec.test))}
+    for split, data in splits.items():
+        if data.n_questions == 0:
+            source = located[spec.carve.source if spec.carve else getattr(spec, split).source]
+            raise DataFormatError(source.path, f"benchmark {spec.id!r}: the {split} split has no usable questions")
+        _check_unique_qids(spec, split, data)
+    return splits
+
+
+def _transformed(split: Split, plan: SplitPlan) -> Split:
+    if plan.downsample is None:
+        return split
+    return downsample(split, plan.downsample.questions, plan.downsample.seed)
+
+
+def _check_unique_qids(spec: BenchmarkSpec, split: str, data: Split) -> None:
+    seen: set[str] = set()
+    for _, question in data.questions():
+        if question.qid in seen:
+            raise ConcurError(f"benchmark {spec.id!r}: question id {question.qid!r} occurs twice in the {split} split")
+        seen.add(question.qid)
+
+
+def _write(spec: BenchmarkSpec, splits: dict[str, Split], located: dict[str, LocatedSource], staging: Path) -> dict[str, Any]:
+    staging.mkdir(parents=True)
+    split_entries = {}
+    for name, data in splits.items():
+        data.split = name
+        file_name = f"{name}.jsonl.gz"
+        write_mrqa(data, staging / file_name)
+        split_entries[name] = {
+            "file": file_name,
+            "md5": md5_file(staging / file_name, decompress=True),
+            "questions": data.n_questions,
+            "contexts": data.n_passages,
+            "dropped": dict(data.dropped),
+        }
+    data_hash = hashlib.sha256("".join(split_entries[name]["md5"] for name in SPLITS).encode()).hexdigest()
+    manifest = {
+        "benchmark": spec.id,
+        "family": spec.family,
+        "spec_file": str(spec.file),
+        "spec_hash": spec.spec_hash,
+        "sources": {name: source.manifest_entry() for name, source in located.items()},
+        "splits": split_entries,
+        "data_hash": data_hash,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "concur_version": __version__,
+    }
+    atomic_write_json(staging / MANIFEST, manifest)
+    return manifest

@@ -1,0 +1,108 @@
+"""File helpers: atomic writes, checksums, and transparent gzip.
+
+Results are files first (DESIGN.md): every file another stage reads is written to a
+temporary name in the same directory, flushed to disk and renamed, so a crash, a kill or a
+full disk never leaves a half-written file under its final name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import hashlib
+import io
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+GZIP_MAGIC = b"\x1f\x8b"
+_CHUNK = 1 << 20
+
+
+def md5_file(path: Path, *, decompress: bool = False) -> str:
+    """MD5 of a file's bytes (of its decompressed bytes with `decompress`)."""
+    digest = hashlib.md5()
+    opener = gzip.open if decompress else open
+    with opener(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def is_gzip(path: Path) -> bool:
+    """Whether the file starts with the gzip magic bytes (whatever its name)."""
+    with open(path, "rb") as handle:
+        return handle.read(2) == GZIP_MAGIC
+
+
+def open_text(path: Path) -> IO[str]:
+    """Open a text file for reading, decompressing it when it is gzip."""
+    if is_gzip(path):
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+@contextlib.contextmanager
+def atomic_open(path: Path, mode: str = "wb", *, gzip_level: int | None = None) -> Iterator[IO[Any]]:
+    """Write `path` through a temporary sibling that replaces it only on success.
+
+    With `gzip_level` the content is gzip-compressed with mtime 0, so that equal content
+    gives byte-identical files (and equal md5s) on every run.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as raw:
+            binary: IO[bytes] = raw
+            if gzip_level is not None:
+                binary = gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=gzip_level, mtime=0)
+            if "t" in mode:
+                text = io.TextIOWrapper(binary, encoding="utf-8", newline="\n")
+                yield text
+                text.flush()
+                text.detach()
+            else:
+                yield binary
+            if binary is not raw:
+                binary.close()  # writes the gzip trailer; leaves `raw` open
+            raw.flush()
+            os.fsync(raw.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_json(path: Path, payload: Any, *, gzip_level: int | None = None) -> None:
+    """Write JSON atomically (pretty-printed when uncompressed, for people reading job dirs)."""
+    indent = None if gzip_level is not None else 2
+    with atomic_open(path, "wt", gzip_level=gzip_level) as handle:
+        json.dump(payload, handle, indent=indent, sort_keys=True, ensure_ascii=False)
+        handle.write("\n")
+
+
+def read_json(path: Path) -> Any:
+    """Read a JSON file, gzip-compressed or not."""
+    with open_text(path) as handle:
+        return json.load(handle)
+
+
+def publish_directory(staging: Path, final: Path) -> None:
+    """Replace directory `final` by the finished `staging` directory in one rename.
+
+    The old directory, if any, is moved aside first and removed only after the new one is
+    in place, so readers see either the old complete content or the new complete content.
+    """
+    final.parent.mkdir(parents=True, exist_ok=True)
+    retired = None
+    if final.exists():
+        retired = final.with_name(f".{final.name}.old-{os.getpid()}")
+        os.replace(final, retired)
+    os.replace(staging, final)
+    if retired is not None:
+        shutil.rmtree(retired, ignore_errors=True)

@@ -1,0 +1,250 @@
+"""Benchmark and approach specs: the TOML schema, parsed and validated.
+
+A spec file declares one benchmark (`benchmarks/<id>.toml`) or one approach
+(`approaches/<id>.toml`). A benchmark spec may `extends = "<id>"` another benchmark and
+override parts of it (downsampled SQuAD extends SQuAD). Errors name the file and field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from concur.approaches.implementations import IMPLEMENTATIONS, validate_hparams
+from concur.data.readers import READERS
+from concur.data.transforms import CARVE_UNITS
+from concur.errors import SpecError
+from concur.registry.tables import Table, content_hash
+
+BENCHMARK_FAMILIES = ("human", "downsampled", "cloze", "synthetic")
+APPROACH_FAMILIES = ("pretrained", "non-pretrained")
+APPROACH_STATUSES = ("ready", "planned")
+SPACE_KINDS = ("log_uniform", "uniform", "int_uniform", "choice")
+
+_DESCRIPTIVE = {"id", "name", "family", "citation", "description", "notes"}
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One upstream file: where it lives locally (`path` under a data root) and online."""
+
+    name: str
+    reader: str
+    path: str
+    md5: str | None = None
+    url: str | None = None
+    archive: str | None = None
+    archive_md5: str | None = None
+    member: str | None = None
+
+    @property
+    def origin(self) -> str | None:
+        """A human-readable statement of where the file is downloaded from."""
+        if self.archive:
+            return f"{self.archive} ({self.member})"
+        return self.url
+
+
+@dataclass(frozen=True)
+class Downsample:
+    questions: int
+    seed: int
+
+
+@dataclass(frozen=True)
+class SplitPlan:
+    """How one split (train or test) is made: from which source, with which transform."""
+
+    source: str
+    downsample: Downsample | None = None
+
+
+@dataclass(frozen=True)
+class Carve:
+    """Make train and test from one source (e.g. an evaluation-only set)."""
+
+    source: str
+    by: str
+    test_fraction: float
+    seed: int
+
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    id: str
+    name: str
+    family: str
+    file: Path
+    sources: dict[str, SourceFile]
+    train: SplitPlan
+    test: SplitPlan
+    carve: Carve | None = None
+    citation: str = ""
+    description: str = ""
+    data: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def spec_hash(self) -> str:
+        """Hash of what the spec computes (descriptive fields excluded)."""
+        return content_hash(self.data)
+
+
+@dataclass(frozen=True)
+class ApproachSpec:
+    id: str
+    name: str
+    family: str
+    file: Path
+    implementation: str
+    status: str
+    model: dict[str, Any]
+    hparams: dict[str, Any]
+    space: dict[str, Any]
+    resources: dict[str, Any]
+    citation: str = ""
+    description: str = ""
+    planned_note: str = ""
+    data: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def runnable(self) -> bool:
+        return self.status == "ready"
+
+    @property
+    def spec_hash(self) -> str:
+        return content_hash(self.data)
+
+
+def parse_benchmark(data: dict[str, Any], path: Path) -> BenchmarkSpec:
+    """Validate a resolved benchmark table (after `extends` is merged)."""
+    top = Table(data, path)
+    top.reject_unknown(_DESCRIPTIVE | {"extends", "sources", "train", "test", "carve"})
+    bench_id = top.get("id", str, required=True)
+    family = top.choice("family", BENCHMARK_FAMILIES)
+    sources_table = top.table("sources", required=True)
+    sources = {name: _source(sources_table, name) for name in sources_table.data}
+    if not sources:
+        raise top.error("sources", "declares no source file")
+    carve = _carve(top.table("carve"), sources)
+    train = _split_plan(top, "train", sources, carve)
+    test = _split_plan(top, "test", sources, carve)
+    return BenchmarkSpec(
+        id=bench_id,
+        name=top.get("name", str, bench_id),
+        family=family,
+        file=path,
+        sources=sources,
+        train=train,
+        test=test,
+        carve=carve,
+        citation=top.get("citation", str, ""),
+        description=top.get("description", str, ""),
+        data=data,
+    )
+
+
+def _source(sources: Table, name: str) -> SourceFile:
+    table = sources.table(name, required=True)
+    table.reject_unknown({"reader", "path", "md5", "url", "archive", "archive_md5", "member"})
+    source = SourceFile(
+        name=name,
+        reader=table.choice("reader", tuple(READERS)),
+        path=table.get("path", str, required=True),
+        md5=table.get("md5", str),
+        url=table.get("url", str),
+        archive=table.get("archive", str),
+        archive_md5=table.get("archive_md5", str),
+        member=table.get("member", str),
+    )
+    if source.url and source.archive:
+        raise table.error("archive", "give either 'url' (a file) or 'archive' + 'member', not both")
+    if source.archive and not source.member:
+        raise table.error("member", "is required with 'archive': the file's path inside the archive")
+    if source.md5 is not None and (len(source.md5) != 32 or any(c not in "0123456789abcdef" for c in source.md5)):
+        raise table.error("md5", f"must be 32 lower-case hex digits, got {source.md5!r}")
+    return source
+
+
+def _carve(table: Table | None, sources: dict[str, SourceFile]) -> Carve | None:
+    if table is None:
+        return None
+    table.reject_unknown({"source", "by", "test_fraction", "seed"})
+    source = table.get("source", str, required=True)
+    if source not in sources:
+        raise table.error("source", f"names no source; declared: {', '.join(sources)}")
+    return Carve(
+        source=source,
+        by=table.choice("by", CARVE_UNITS),
+        test_fraction=table.get("test_fraction", float, required=True),
+        seed=table.get("seed", int, required=True),
+    )
+
+
+def _split_plan(top: Table, split: str, sources: dict[str, SourceFile], carve: Carve | None) -> SplitPlan:
+    table = top.table(split) or Table({}, top.path, f"{split}.")
+    table.reject_unknown({"source", "downsample"})
+    source = table.get("source", str, carve.source if carve else split)
+    if carve is not None and source != carve.source:
+        raise table.error("source", f"a carved benchmark takes both splits from source {carve.source!r}")
+    if source not in sources:
+        raise table.error("source", f"names no source; declared: {', '.join(sources)}")
+    down = table.table("downsample")
+    downsample = None
+    if down is not None:
+        down.reject_unknown({"questions", "seed"})
+        questions = down.get("questions", int, required=True)
+        if questions <= 0:
+            raise down.error("questions", "must be positive")
+        downsample = Downsample(questions=questions, seed=down.get("seed", int, required=True))
+    return SplitPlan(source=source, downsample=downsample)
+
+
+def parse_approach(data: dict[str, Any], path: Path) -> ApproachSpec:
+    """Validate an approach table; a ready approach's hparams are checked by its implementation."""
+    top = Table(data, path)
+    top.reject_unknown(_DESCRIPTIVE | {"implementation", "status", "planned_note", "model", "hparams", "hparams_source", "space", "resources"})
+    approach_id = top.get("id", str, required=True)
+    family = top.choice("family", APPROACH_FAMILIES)
+    status = top.choice("status", APPROACH_STATUSES, "ready")
+    implementation = top.get("implementation", str, required=True)
+    hparams = top.get("hparams", dict, required=True)
+    if status == "ready":
+        top.choice("implementation", tuple(IMPLEMENTATIONS))
+        problem = validate_hparams(implementation, hparams)
+        if problem:
+            key, message = problem
+            raise SpecError(path, f"hparams.{key}" if key else "hparams", message)
+    space = top.table("space") or Table({}, path, "space.")
+    for name in space.data:
+        _check_space_entry(space, name, hparams)
+    return ApproachSpec(
+        id=approach_id,
+        name=top.get("name", str, approach_id),
+        family=family,
+        file=path,
+        implementation=implementation,
+        status=status,
+        model=top.get("model", dict, {}),
+        hparams=hparams,
+        space=space.data,
+        resources=top.get("resources", dict, {}),
+        citation=top.get("citation", str, ""),
+        description=top.get("description", str, ""),
+        planned_note=top.get("planned_note", str, ""),
+        data=data,
+    )
+
+
+def _check_space_entry(space: Table, name: str, hparams: dict[str, Any]) -> None:
+    if name not in hparams:
+        raise space.error(name, "is not one of the approach's hparams, so it cannot be searched")
+    entry = space.table(name, required=True)
+    kinds = [kind for kind in SPACE_KINDS if kind in entry.data]
+    if len(kinds) != 1 or len(entry.data) != 1:
+        raise space.error(name, f"must hold exactly one of {', '.join(SPACE_KINDS)}")
+    values = entry.get(kinds[0], list, required=True)
+    if kinds[0] != "choice" and (len(values) != 2 or not all(isinstance(v, (int, float)) for v in values) or values[0] >= values[1]):
+        raise entry.error(kinds[0], "must be [low, high] with low < high")
+    if kinds[0] == "choice" and not values:
+        raise entry.error(kinds[0], "must list at least one value")

@@ -1,0 +1,1 @@
+"""Jobs: their keys, their directories, running them locally, and the SQLite index."""
