@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import click
 import typer
 from rich.markup import escape
 
@@ -52,18 +51,10 @@ app.command("status")(run_cmds.status)
 def main() -> None:
     """Entry point: user errors print one clear line and exit with status 2."""
     try:
-        app(standalone_mode=False)
+        app()
     except ConcurError as exc:
         err.print(f"[bold red]error:[/] {escape(str(exc))}")
         sys.exit(2)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except typer.Abort:
-        err.print("aborted")
-        sys.exit(130)
     except KeyboardInterrupt:
         err.print("interrupted")
         sys.exit(130)

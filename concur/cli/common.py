@@ -16,8 +16,12 @@ from concur.data.sources import SourceLocator
 from concur.registry import Registry, default_registry
 from concur.workspace import Workspace, data_roots
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False)
+PIPED_WIDTH = 240  # tables written to a file or pipe are not folded to 80 columns
+
+out = Console(highlight=False)
+if not out.is_terminal:
+    out = Console(highlight=False, width=PIPED_WIDTH)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 class Format(str, Enum):

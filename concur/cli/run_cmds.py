@@ -72,8 +72,8 @@ def status(
     bench: list[str] = typer.Option([], "--bench", "-b", help="Only these benchmarks (repeatable)."),
     output: Format = typer.Option(Format.table, "--format", help="table or json"),
 ) -> None:
-    """Show finished, failed, running and interrupted jobs; with both --approach and --bench,
-    also the pending combinations."""
+    """Show finished, failed, running and interrupted jobs (and, given both --approach and
+    --bench, the combinations still pending)."""
     state = settings(ctx)
     registry = state.registry()
     for name in approach:

@@ -15,6 +15,7 @@ Each registry directory holds `benchmarks/*.toml` and/or `approaches/*.toml`.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Iterable, Sequence
 from functools import cached_property
@@ -23,7 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from concur.errors import ConcurError, SpecError, UnknownNameError
-from concur.registry.specs import ApproachSpec, BenchmarkSpec, parse_approach, parse_benchmark
+from concur.registry.specs import (
+    APPROACH_FAMILIES,
+    BENCHMARK_FAMILIES,
+    ApproachSpec,
+    BenchmarkSpec,
+    parse_approach,
+    parse_benchmark,
+)
 from concur.registry.tables import deep_merge
 
 REGISTRY_ENV = "CONCUR_REGISTRY"
@@ -76,10 +84,15 @@ class Registry:
         return self._approaches[approach_id]
 
     def benchmarks(self) -> list[BenchmarkSpec]:
-        return sorted(self._benchmarks.values(), key=lambda spec: (spec.family, spec.id))
+        return sorted(self._benchmarks.values(), key=lambda spec: (BENCHMARK_FAMILIES.index(spec.family), natural_key(spec.id)))
 
     def approaches(self) -> list[ApproachSpec]:
-        return sorted(self._approaches.values(), key=lambda spec: (spec.family, spec.id))
+        return sorted(self._approaches.values(), key=lambda spec: (APPROACH_FAMILIES.index(spec.family), natural_key(spec.id)))
+
+
+def natural_key(name: str) -> tuple:
+    """Sort key that puts babi-2 before babi-11 and squad-1k before squad-10k."""
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name))
 
 
 def default_registry(extra: Iterable[Path | str] = ()) -> Registry:

@@ -1,0 +1,114 @@
+"""The command line as a user runs it: `python -m concur ...` in a subprocess."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import SHARED_DATA, shared_file
+from tests.test_data_formats import SQUAD_FIXTURE
+
+
+def concur(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "concur", *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def test_score_real_official_predictions_on_xquad_subset():
+    gold = shared_file("squad/xquad/xquad.en.json.gz")
+    bert = shared_file("squad/explorer/models/1.1/BERT_ensemble_Google_AI_Language.json.gz")
+    baseline = shared_file("squad/explorer/models/1.1/Logistic_Regression_Baseline_Stanford_University.json.gz")
+    result = concur("score", str(gold), str(bert))
+    assert result.returncode == 0, result.stderr
+    bert_scores = json.loads(result.stdout)
+    assert set(bert_scores) == {"exact_match", "f1"}
+    # 10,570 dev predictions for 1,190 gold questions: the rest are reported and ignored
+    assert "9380 predictions are for questions not in xquad.en.json.gz and were ignored" in result.stderr
+    assert "no prediction" not in result.stderr
+    lr = json.loads(concur("score", str(gold), str(baseline)).stdout)
+    # BERT (ensemble) has dev F1 93.2 and the LR baseline about 51 (leaderboard numbers)
+    assert 85 < bert_scores["f1"] < 97 and 35 < lr["f1"] < 60
+    assert bert_scores["exact_match"] < bert_scores["f1"] and lr["exact_match"] < lr["f1"]
+
+
+def test_score_mrqa_gold_with_missing_predictions(tmp_path):
+    gold = shared_file("mrqa/dev/SQuAD.jsonl.gz")
+    from concur.data.mrqa import read_mrqa
+
+    split = read_mrqa(gold)
+    golds = split.gold_answers()
+    qids = list(golds)
+    predictions = {qid: golds[qid][0] for qid in qids[:5000]}  # right answers for the first 5,000
+    predictions.update({qid: "wrong" for qid in qids[5000:10000]})
+    (tmp_path / "pred.json").write_text(json.dumps(predictions))
+    result = concur("score", str(gold), str(tmp_path / "pred.json"))
+    assert result.returncode == 0, result.stderr
+    scores = json.loads(result.stdout)
+    assert scores["exact_match"] == pytest.approx(100 * 5000 / 10_507)
+    assert "507 of 10507 questions have no prediction and count as wrong" in result.stderr
+
+
+def test_score_fixture_exact_values_and_bad_predictions(tmp_path):
+    (tmp_path / "gold.json").write_text(json.dumps(SQUAD_FIXTURE))
+    (tmp_path / "pred.json").write_text(json.dumps({"a": "in Normandy!", "b": "in France", "zzz": "?"}))
+    result = concur("score", "gold.json", "pred.json", cwd=tmp_path)
+    # a: EM 1 ("in normandy"); b: EM 0, F1 2/3 (P 1/2, R 1); c: missing
+    assert json.loads(result.stdout) == {"exact_match": pytest.approx(100 / 3), "f1": pytest.approx(100 * (1 + 2 / 3) / 3)}
+    assert "1 of 3 questions have no prediction" in result.stderr and "1 predictions are for questions not in" in result.stderr
+    (tmp_path / "list.json").write_text("[1, 2]")
+    result = concur("score", "gold.json", "list.json", cwd=tmp_path)
+    assert result.returncode == 2 and "list.json: predictions must be a JSON object" in result.stderr
+    (tmp_path / "numbers.json").write_text('{"a": 3}')
+    assert "the prediction for 'a' must be a string" in concur("score", "gold.json", "numbers.json", cwd=tmp_path).stderr
+    result = concur("score", "missing.json", "pred.json", cwd=tmp_path)
+    assert result.returncode == 2 and "does not exist" in result.stderr
+
+
+def test_listing_json():
+    benches = json.loads(concur("benches", "--format", "json").stdout)
+    by_id = {record["id"]: record for record in benches}
+    assert len(benches) == 28
+    assert by_id["squad"]["family"] == "human" and by_id["squad"]["status"] == "ready"
+    assert by_id["squad"]["source"]["train"]["url"] == "https://rajpurkar.github.io/SQuAD-explorer/dataset/train-v1.1.json"
+    assert by_id["babi-2-10k"]["source"]["test"]["url"].startswith("http://www.thespermwhale.com/jaseweston/babi/")
+    approaches = json.loads(concur("approaches", "--format", "json").stdout)
+    by_id = {record["id"]: record for record in approaches}
+    assert len(approaches) == 21
+    assert by_id["bidaf"]["status"] == "planned" and "not in this version" in by_id["bidaf"]["message"]
+    assert by_id["roberta-large"]["status"] == "ready" and by_id["roberta-large"]["model"] == "roberta-large"
+    pretrained = json.loads(concur("approaches", "--family", "pretrained", "--format", "json").stdout)
+    assert len(pretrained) == 11 and {r["family"] for r in pretrained} == {"pretrained"}
+
+
+def test_listing_shows_local_availability():
+    shared_file("babi")
+    records = json.loads(concur("benches", "--family", "synthetic", "--format", "json", "--source-dir", str(SHARED_DATA)).stdout)
+    by_id = {record["id"]: record for record in records}
+    assert by_id["babi-1"]["data"] == "local"
+    assert by_id["babi-3-10k"]["source"]["train"]["available"] == "download"  # absent from the shared copy
+
+
+def test_unknown_names_and_planned_approaches_are_clear_errors(tmp_path):
+    result = concur("run", "--approach", "bert-bsae", "--bench", "babi-1", cwd=tmp_path)
+    assert result.returncode == 2 and "unknown approach 'bert-bsae'; did you mean 'bert-base'?" in result.stderr
+    result = concur("data", "prepare", "babi-1", "sqad", cwd=tmp_path)
+    assert "unknown benchmark 'sqad'; did you mean 'squad'?" in result.stderr
+    assert not (tmp_path / "runs").exists()  # names are checked before any work
+    result = concur("run", "--approach", "qanet", "--bench", "babi-1", cwd=tmp_path)
+    assert result.returncode == 2 and "approach 'qanet' is registered but not yet runnable" in result.stderr
+    assert "Traceback" not in result.stderr
+    result = concur("benches", "--family", "cloz", cwd=tmp_path)
+    assert "unknown benchmark family 'cloz'; did you mean 'cloze'?" in result.stderr
+
+
+def test_data_prepare_cli(tmp_path):
+    shared_file("babi")
+    result = concur("--runs-dir", str(tmp_path / "runs"), "data", "prepare", "babi-1", "babi-15", "--source-dir", str(SHARED_DATA))
+    assert result.returncode == 0, result.stderr
+    assert "babi-1" in result.stdout and "1,000 / 1,000" in result.stdout
+    assert sorted(p.name for p in (tmp_path / "runs" / "data").iterdir()) == ["babi-1", "babi-15"]
+    again = concur("--runs-dir", str(tmp_path / "runs"), "data", "prepare", "babi-1", "--source-dir", str(SHARED_DATA))
+    assert "up to date" in again.stdout
+    missing = concur("--runs-dir", str(tmp_path / "runs"), "data", "prepare", "babi-3-10k", "--source-dir", str(SHARED_DATA))
+    assert missing.returncode == 2
+    assert "tasks_1-20_v1-2.tar.gz: download failed" in missing.stderr and "--source-dir DIR" in missing.stderr
