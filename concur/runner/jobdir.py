@@ -14,9 +14,11 @@ such a job simply runs again.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -29,6 +31,8 @@ LOG_FILE = "log"
 PREDICTIONS_FILE = "predictions.json.gz"
 RESULT_FILE = "result.json"
 PREDICTIONS_GZIP_LEVEL = 6
+
+_RUNNING_HERE: set[Path] = set()  # job directories this process is executing right now
 
 
 class JobState(str, Enum):
@@ -61,9 +65,20 @@ class JobDir:
         started = self.started()
         if started is None:
             return JobState.PENDING
-        if started.get("host") == socket.gethostname() and _alive(started.get("pid"), started.get("pid_started")):
-            return JobState.RUNNING
-        return JobState.INTERRUPTED
+        if started.get("host") != socket.gethostname():
+            return JobState.INTERRUPTED
+        if started.get("pid") == os.getpid():  # this process wrote it: is it still at it?
+            return JobState.RUNNING if self.path in _RUNNING_HERE else JobState.INTERRUPTED
+        return JobState.RUNNING if _alive(started.get("pid"), started.get("pid_started")) else JobState.INTERRUPTED
+
+    @contextlib.contextmanager
+    def running_here(self) -> Iterator[None]:
+        """Mark the job as executing in this process for as long as the block runs."""
+        _RUNNING_HERE.add(self.path)
+        try:
+            yield
+        finally:
+            _RUNNING_HERE.discard(self.path)
 
     def reset(self) -> None:
         """Remove everything a previous attempt left, so a rerun starts clean."""

@@ -73,16 +73,17 @@ def run_job(
 
         torch.set_num_threads(options.threads)
     job_dir.reset()
-    started_at = _now()
-    job_dir.write_started(job.definition(), started_at)
-    with open(job_dir.log_path(), "a", encoding="utf-8", buffering=1) as log_file:
+    with job_dir.running_here():
+        started_at = _now()
+        job_dir.write_started(job.definition(), started_at)
+        with open(job_dir.log_path(), "a", encoding="utf-8", buffering=1) as log_file:
 
-        def log(line: str) -> None:
-            log_file.write(f"{_now()} {line}\n")
-            echo(line)
+            def log(line: str) -> None:
+                log_file.write(f"{_now()} {line}\n")
+                echo(line)
 
-        result = _execute(job, spec, bench, job_dir, device, options, log, started_at)
-    job_dir.write_result(result)
+            result = _execute(job, spec, bench, job_dir, device, options, log, started_at)
+        job_dir.write_result(result)
     store.record(result, job_dir.path)
     return Outcome(job, JobState.DONE if result["status"] == "ok" else JobState.FAILED, ran=True, result=result)
 

@@ -1,0 +1,208 @@
+"""Fine-tune any Hugging Face encoder with a span head on a train split, then answer a test split.
+
+The recipe is BERT's SQuAD v1.1 fine-tuning, with each paper's hyperparameters coming from
+its spec: AdamW, warm-up then linear decay (or constant), gradient clipping, windows over
+long passages. Batches are length-grouped and padded only to their longest window; the
+effective batch stays `train_batch_size` when a device fits fewer windows at once (gradient
+accumulation). On CUDA the forward pass runs in bf16 autocast over fp32 weights; on the CPU
+everything is fp32 and a seed fixes every loss and prediction.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from itertools import chain, count, islice
+from typing import Any
+
+import numpy as np
+
+from concur.approaches.base import RunContext, TrainReport
+from concur.approaches.hf_span.batching import length_grouped_batches, pad_batch, pad_multiple, sorted_batches, split_batch
+from concur.approaches.hf_span.decoding import answers, best_window_spans, span_masks
+from concur.approaches.hf_span.features import TrainFeatures, build_predict_features, build_train_features
+from concur.approaches.hf_span.hparams import HFSpanHParams
+from concur.approaches.hf_span.loading import LoadedModel, load_pretrained, model_settings
+from concur.approaches.hf_span.loss import span_loss
+from concur.approaches.hf_span.optimization import build_optimizer, build_scheduler, warmup_steps
+from concur.data.model import Split
+from concur.errors import ConcurError
+from concur.progress import task_progress
+from concur.registry.specs import ApproachSpec
+
+# Points on the loss curve per run (TrainReport.losses and log lines): enough to see it
+# fall, few enough to read in a log.
+LOSS_POINTS = 50
+
+
+class HFSpanApproach:
+    """`implementation = "hf-span"`: BERT, RoBERTa, ALBERT, ELECTRA, SpanBERT, MiniLM, ..."""
+
+    def __init__(self, spec: ApproachSpec, hparams: HFSpanHParams) -> None:
+        problem = hparams.problem()
+        if problem is not None:
+            name, message = problem
+            raise ConcurError(f"approach {spec.id!r}: hyperparameter {name} = {getattr(hparams, name)!r} {message}")
+        model_settings(spec)  # a malformed [model] table fails before any data is read
+        self.spec, self.hparams = spec, hparams
+        self._loaded: LoadedModel | None = None
+
+    def train(self, train: Split, context: RunContext) -> TrainReport:
+        import torch
+
+        clock = time.perf_counter()
+        hp = self.hparams
+        torch.manual_seed(context.seed)  # before loading: the new span head is drawn from it
+        loaded = load_pretrained(self.spec, context.model_path, context.log)
+        if hp.max_seq_length > loaded.max_tokens:
+            raise ConcurError(
+                f"approach {self.spec.id!r}: hyperparameter max_seq_length = {hp.max_seq_length} exceeds the "
+                f"{loaded.max_tokens} tokens the model {loaded.origin} reads at once"
+            )
+        features = build_train_features(train, loaded.tokenizer, hp)
+        n_windows = len(features.windows)
+        skipped = sum(features.skipped.values())
+        reasons = ", ".join(f"{reason}: {n}" for reason, n in features.skipped.items())
+        if n_windows == 0:
+            raise ConcurError(
+                f"approach {self.spec.id!r}: the train split {train.dataset}:{train.split} has no question with an answer "
+                f"span to train on ({skipped} skipped: {reasons or 'no questions'})"
+            )
+        total_steps = max(1, math.ceil(hp.epochs * math.ceil(n_windows / hp.train_batch_size)))
+        context.log(
+            f"train: {features.n_questions} questions -> {n_windows} windows"
+            + (f"; skipped {skipped} ({reasons})" if skipped else "")
+            + f"; {total_steps} optimiser steps of {hp.train_batch_size} windows ({hp.epochs:g} epochs)"
+        )
+        model = loaded.model.to(context.device)
+        losses = self._fit(model, features, total_steps, context, _pad_id(loaded.tokenizer.pad_token_id))
+        model.eval()
+        self._loaded = loaded
+        return TrainReport(
+            optimizer_steps=total_steps,
+            train_features=n_windows,
+            train_questions=features.n_questions,
+            skipped_questions=skipped,
+            seconds=time.perf_counter() - clock,
+            losses=losses,
+            details={
+                "model": loaded.origin,
+                "attention": loaded.attention,
+                "new_weights": loaded.new_weights,
+                "warmup_steps": warmup_steps(hp, total_steps),
+                "per_device_batch_size": min(hp.train_batch_size, context.per_device_batch_size or hp.train_batch_size),
+                "skipped": dict(features.skipped),
+            },
+        )
+
+    def _fit(self, model: Any, features: TrainFeatures, total_steps: int, context: RunContext, pad_id: int) -> list[float]:
+        """The optimisation loop; returns the mean loss of each logging interval."""
+        import torch
+
+        hp = self.hparams
+        optimizer = build_optimizer(model, hp)
+        scheduler = build_scheduler(optimizer, hp, total_steps)
+        lengths = features.windows.lengths()
+        rng = np.random.default_rng(context.seed)
+        epochs = (length_grouped_batches(lengths, hp.train_batch_size, rng) for _ in count())
+        starts = torch.from_numpy(features.start_positions)
+        ends = torch.from_numpy(features.end_positions)
+        interval = max(1, math.ceil(total_steps / LOSS_POINTS))
+        losses: list[float] = []
+        running = torch.zeros((), device=context.device)
+        in_interval = 0
+        model.train()
+        with task_progress() as progress:
+            task = progress.add_task(f"train {self.spec.id}", total=total_steps, status="")
+            for step, batch in enumerate(islice(chain.from_iterable(epochs), total_steps), start=1):
+                for piece in split_batch(batch, context.per_device_batch_size):
+                    inputs = _to(pad_batch(features.windows, piece, pad_id, pad_multiple(context.device)), context.device)
+                    with _autocast(context.device):
+                        output = model(**inputs)
+                    loss = span_loss(
+                        output.start_logits,
+                        output.end_logits,
+                        inputs["attention_mask"],
+                        starts[piece].to(context.device),
+                        ends[piece].to(context.device),
+                    )
+                    scaled = loss * (len(piece) / len(batch))  # the batch's mean loss, however it is split
+                    scaled.backward()
+                    running += scaled.detach().float()
+                if hp.max_grad_norm > 0:
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), hp.max_grad_norm)
+                rate = scheduler.get_last_lr()[-1]  # the full rate (the span head's group comes last)
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad(set_to_none=True)
+                in_interval += 1
+                if in_interval == interval or step == total_steps:
+                    mean = running.item() / in_interval
+                    losses.append(mean)
+                    running.zero_()
+                    in_interval = 0
+                    progress.update(task, status=f"loss {mean:.4f}")
+                    context.log(f"step {step}/{total_steps}  loss {mean:.4f}  lr {rate:.3g}")
+                progress.advance(task)
+        return losses
+
+    def predict(self, test: Split, context: RunContext) -> dict[str, str]:
+        import torch
+
+        if self._loaded is None:
+            raise ConcurError(f"approach {self.spec.id!r}: predict() needs a fine-tuned model; call train() first")
+        hp = self.hparams
+        model, tokenizer = self._loaded.model, self._loaded.tokenizer
+        features = build_predict_features(test, tokenizer, hp)
+        n_windows = len(features.windows)
+        scores = np.full(n_windows, -np.inf)
+        starts = np.zeros(n_windows, dtype=np.int64)
+        ends = np.zeros(n_windows, dtype=np.int64)
+        batch_size = min(hp.eval_batch_size, context.per_device_batch_size or hp.eval_batch_size)
+        batches = sorted_batches(features.windows.lengths(), batch_size)
+        pad_id = _pad_id(tokenizer.pad_token_id)
+        model.eval()
+        with torch.inference_mode(), task_progress() as progress:
+            task = progress.add_task(f"predict {self.spec.id}", total=len(batches), status="")
+            for indices in batches:
+                inputs = _to(pad_batch(features.windows, indices, pad_id, pad_multiple(context.device)), context.device)
+                with _autocast(context.device):
+                    output = model(**inputs)
+                start_mask, end_mask = span_masks(features, indices, inputs["input_ids"].shape[1])
+                score, start, end = best_window_spans(
+                    output.start_logits,
+                    output.end_logits,
+                    start_mask.to(context.device),
+                    end_mask.to(context.device),
+                    hp.n_best_size,
+                    hp.max_answer_length,
+                )
+                scores[indices] = score.cpu().numpy()
+                starts[indices] = start.cpu().numpy()
+                ends[indices] = end.cpu().numpy()
+                progress.advance(task)
+        predictions = answers(features, scores, starts, ends)
+        empty = sum(1 for text in predictions.values() if not text)
+        context.log(
+            f"predict: {len(predictions)} questions, {n_windows} windows" + (f"; {empty} without a valid span" if empty else "")
+        )
+        return predictions
+
+
+def _pad_id(pad_token_id: int | None) -> int:
+    """The tokenizer's padding id; tokenizers without one pad with 0 (masked out by attention anyway)."""
+    return 0 if pad_token_id is None else pad_token_id
+
+
+def _to(batch: dict[str, Any], device: str) -> dict[str, Any]:
+    return {name: tensor.to(device, non_blocking=True) for name, tensor in batch.items()}
+
+
+def _autocast(device: str) -> contextlib.AbstractContextManager[Any]:
+    """bf16 autocast on CUDA (fp32 master weights); plain fp32 elsewhere."""
+    import torch
+
+    if device.startswith("cuda"):
+        return torch.autocast(device_type="cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
