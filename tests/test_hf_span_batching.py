@@ -50,7 +50,9 @@ def test_split_batch_respects_the_per_device_cap():
 
 
 def test_padding_goes_to_the_longest_window_of_the_batch():
-    windows = Windows([np.array([1, 2, 3]), np.array([4, 5, 6, 7, 8]), np.array([9])], [np.array([0, 1, 1]), np.array([0, 0, 1, 1, 1]), np.array([0])])
+    windows = Windows(
+        [np.array([1, 2, 3]), np.array([4, 5, 6, 7, 8]), np.array([9])], [np.array([0, 1, 1]), np.array([0, 0, 1, 1, 1]), np.array([0])]
+    )
     batch = pad_batch(windows, [0, 2], pad_id=0)
     assert batch["input_ids"].tolist() == [[1, 2, 3], [9, 0, 0]]
     assert batch["attention_mask"].tolist() == [[1, 1, 1], [1, 0, 0]]

@@ -28,9 +28,23 @@ from concur.errors import ConcurError
 
 NUMBERS = " ".join(str(i) for i in range(40))
 HPARAMS = HFSpanHParams(
-    learning_rate=1e-4, train_batch_size=8, epochs=1.0, warmup_ratio=0.1, lr_schedule="linear", weight_decay=0.01,
-    adam_beta1=0.9, adam_beta2=0.999, adam_epsilon=1e-6, layerwise_lr_decay=1.0, max_grad_norm=1.0,
-    max_seq_length=20, doc_stride=6, max_query_length=8, max_answer_length=30, n_best_size=20, eval_batch_size=8,
+    learning_rate=1e-4,
+    train_batch_size=8,
+    epochs=1.0,
+    warmup_ratio=0.1,
+    lr_schedule="linear",
+    weight_decay=0.01,
+    adam_beta1=0.9,
+    adam_beta2=0.999,
+    adam_epsilon=1e-6,
+    layerwise_lr_decay=1.0,
+    max_grad_norm=1.0,
+    max_seq_length=20,
+    doc_stride=6,
+    max_query_length=8,
+    max_answer_length=30,
+    n_best_size=20,
+    eval_batch_size=8,
 )
 # "where ?" is 2 tokens; [CLS] q [SEP] c [SEP] adds 3, so a window holds 20 - 2 - 3 = 15 context tokens
 # and starts 6 context tokens after the previous one.
@@ -115,7 +129,9 @@ def test_answer_cut_by_a_window_boundary_is_labelled_cls(tokenizer):
 
 
 def test_questions_are_truncated_to_max_query_length(tokenizer):
-    features = build_train_features(numbers_split("17 18", "where is the answer in this passage?"), tokenizer, replace(HPARAMS, max_query_length=2))
+    features = build_train_features(
+        numbers_split("17 18", "where is the answer in this passage?"), tokenizer, replace(HPARAMS, max_query_length=2)
+    )
     first = features.windows.input_ids[0]
     assert tokenizer.convert_ids_to_tokens(first[:CONTEXT_START].tolist()) == ["[CLS]", "where", "is", "[SEP]"]
     assert len(features.windows) == len(EXPECTED_WINDOWS)

@@ -11,13 +11,15 @@ from tests.conftest import REPO
 def test_wheel_install_carries_specs(tmp_path):
     build = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist"), str(REPO)],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert build.returncode == 0, build.stderr
     (wheel,) = (tmp_path / "dist").glob("concur-*.whl")
     target = tmp_path / "site"
-    install = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(target), str(wheel)],
-                             capture_output=True, text=True)
+    install = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(target), str(wheel)], capture_output=True, text=True
+    )
     assert install.returncode == 0, install.stderr
     probe = (
         "import json, concur; from concur.registry import default_registry; from concur.registry.registry import builtin_registry_dir;"

@@ -51,7 +51,10 @@ def test_prepare_real_babi_once(tmp_path):
 
 def test_carve_real_mrqa_dev_by_context(tmp_path):
     shared_file("mrqa/dev/SQuAD.jsonl.gz")
-    spec = _user_bench(tmp_path, "squad-dev-carved", """
+    spec = _user_bench(
+        tmp_path,
+        "squad-dev-carved",
+        """
         id = "squad-dev-carved"
         family = "human"
         [sources.dev]
@@ -64,7 +67,8 @@ def test_carve_real_mrqa_dev_by_context(tmp_path):
         by = "context"
         test_fraction = 0.2
         seed = 0
-    """)
+    """,
+    )
     first, _ = prepare(spec, _locator(tmp_path, SHARED_DATA), tmp_path / "a")
     splits = first.manifest["splits"]
     assert splits["test"]["contexts"] == round(0.2 * 2067)
@@ -120,17 +124,21 @@ def test_downsampled_extends_and_rebuilds_on_spec_change(tmp_path):
 
 def test_wrong_local_md5_is_an_error_and_writes_nothing(tmp_path):
     root, train_md5, _ = _squad_fixture_root(tmp_path)
-    spec = _user_bench(tmp_path, "bad", f"""
+    spec = _user_bench(
+        tmp_path,
+        "bad",
+        f"""
         id = "bad"
         family = "human"
         [sources.train]
         reader = "squad"
         path = "mini/train.json"
-        md5 = "{'0' * 32}"
+        md5 = "{"0" * 32}"
         [sources.test]
         reader = "squad"
         path = "mini/dev.json"
-    """)
+    """,
+    )
     with pytest.raises(ConcurError, match=rf"train.json.gz: md5 of the decompressed content of file is {train_md5}"):
         prepare(spec, _locator(tmp_path, root), tmp_path / "data")
     assert not (tmp_path / "data").exists()
@@ -141,7 +149,10 @@ def test_empty_split_is_an_error(tmp_path):
     (root / "babi").mkdir(parents=True)
     (root / "babi" / "train.txt").write_text("1 Mary went home.\n2 Where is Mary?\tgarden\t1\n")
     (root / "babi" / "test.txt").write_text("1 Mary went home.\n2 Where is Mary?\thome\t1\n")
-    spec = _user_bench(tmp_path, "tiny-babi", """
+    spec = _user_bench(
+        tmp_path,
+        "tiny-babi",
+        """
         id = "tiny-babi"
         family = "synthetic"
         [sources.train]
@@ -150,7 +161,8 @@ def test_empty_split_is_an_error(tmp_path):
         [sources.test]
         reader = "babi"
         path = "babi/test.txt"
-    """)
+    """,
+    )
     with pytest.raises(DataFormatError, match=r"train.txt: benchmark 'tiny-babi': the train split has no usable questions"):
         prepare(spec, _locator(tmp_path, root), tmp_path / "data")
 

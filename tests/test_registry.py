@@ -10,12 +10,29 @@ from concur.registry import default_registry
 BABI_TASKS = (1, 2, 3, 4, 5, 11, 12, 13, 14, 15, 16)
 SQUAD = {"squad", "squad-1k", "squad-10k", "squad-20k", "squad-40k", "squad-60k"}
 PRETRAINED = {
-    "bert-base", "bert-large", "bert-large-wwm", "albert-base-v1", "albert-xxlarge-v1",
-    "roberta-base", "roberta-large", "electra-base", "spanbert-base", "spanbert-large", "minilm-l6",
+    "bert-base",
+    "bert-large",
+    "bert-large-wwm",
+    "albert-base-v1",
+    "albert-xxlarge-v1",
+    "roberta-base",
+    "roberta-large",
+    "electra-base",
+    "spanbert-base",
+    "spanbert-large",
+    "minilm-l6",
 }
 NON_PRETRAINED = {
-    "rasor", "bidaf", "docreader", "docreader-nofeat", "bidaf-pp", "mnemonic-reader",
-    "mnemonic-reader-nofeat", "qanet", "fusionnet", "fusionnet-nofeat",
+    "rasor",
+    "bidaf",
+    "docreader",
+    "docreader-nofeat",
+    "bidaf-pp",
+    "mnemonic-reader",
+    "mnemonic-reader-nofeat",
+    "qanet",
+    "fusionnet",
+    "fusionnet-nofeat",
 }
 
 HF_HPARAMS = """
@@ -85,7 +102,11 @@ def test_unknown_names_suggest_the_closest():
 
 
 def test_user_directory_overrides_and_extends_builtin(tmp_path, monkeypatch):
-    user = _user_registry(tmp_path, "benchmarks", "babi-1", """
+    user = _user_registry(
+        tmp_path,
+        "benchmarks",
+        "babi-1",
+        """
         id = "babi-1"
         extends = "babi-2"
         name = "my bAbI"
@@ -93,7 +114,8 @@ def test_user_directory_overrides_and_extends_builtin(tmp_path, monkeypatch):
         [train.downsample]
         questions = 100
         seed = 1
-    """)
+    """,
+    )
     registry = default_registry([user])
     spec = registry.benchmark("babi-1")
     assert spec.name == "my bAbI" and spec.file == user / "benchmarks" / "babi-1.toml"
@@ -117,10 +139,17 @@ def test_spec_hash_ignores_descriptions(tmp_path):
         ('id = "x"\nfamily = "human"\n[sources.train]\nreader="squad"\npath="a"\n', "test.source", "names no source"),
         ('id = "x"\nfamily = "human"\n[sources.test]\nreader="sqad"\npath="a"\n', "sources.test.reader", "did you mean 'squad'"),
         ('id = "x"\nfamily = "human"\n[sources.test]\nreader="squad"\npath="a"\nmd5="xyz"\n', "sources.test.md5", "32 lower-case hex"),
-        ('id = "x"\nfamily = "human"\n[sources.train]\nreader="squad"\npath="a"\n[carve]\nsource="train"\nby="paragraph"\n'
-         'test_fraction=0.2\nseed=0\n', "carve.by", "not one of context, article"),
-        ('id = "x"\nfamily = "human"\n[sources.train]\nreader="squad"\npath="a"\narchive="http://x/a.tgz"\n',
-         "sources.train.member", "is required with 'archive'"),
+        (
+            'id = "x"\nfamily = "human"\n[sources.train]\nreader="squad"\npath="a"\n[carve]\nsource="train"\nby="paragraph"\n'
+            "test_fraction=0.2\nseed=0\n",
+            "carve.by",
+            "not one of context, article",
+        ),
+        (
+            'id = "x"\nfamily = "human"\n[sources.train]\nreader="squad"\npath="a"\narchive="http://x/a.tgz"\n',
+            "sources.train.member",
+            "is required with 'archive'",
+        ),
     ],
 )
 def test_malformed_benchmark_specs(tmp_path, text, field, problem):
@@ -135,12 +164,15 @@ def test_malformed_benchmark_specs(tmp_path, text, field, problem):
     ("change", "field", "problem"),
     [
         (("learning_rate", "learning_rat"), "hparams.learning_rat", "did you mean 'learning_rate'"),
-        (("epochs = 3", "epochs = \"three\""), "hparams.epochs", "must be float"),
+        (("epochs = 3", 'epochs = "three"'), "hparams.epochs", "must be float"),
         (("doc_stride = 128\n", ""), "hparams", "missing doc_stride"),
         (('lr_schedule = "linear"', 'lr_schedule = "cosine"'), "hparams.lr_schedule", "one of 'linear', 'constant'"),
         (('implementation = "hf-span"', 'implementation = "hf-spam"'), "implementation", "did you mean 'hf-span'"),
-        (("[hparams]", "[space]\nlearning_rate = {log_uniform = [1e-4, 1e-5]}\n[hparams]"), "space.learning_rate.log_uniform",
-         "low < high"),
+        (
+            ("[hparams]", "[space]\nlearning_rate = {log_uniform = [1e-4, 1e-5]}\n[hparams]"),
+            "space.learning_rate.log_uniform",
+            "low < high",
+        ),
         (("[hparams]", "[space]\nseed = {choice = [1, 2]}\n[hparams]"), "space.seed", "not one of the approach's hparams"),
     ],
 )

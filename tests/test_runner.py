@@ -116,15 +116,26 @@ def test_full_disk_leaves_no_result_and_the_job_reruns(tmp_path, tiny_registry, 
 
 
 def _concur(*args, env=None, **kwargs):
-    return subprocess.Popen([sys.executable, "-m", "concur", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, **kwargs)
+    return subprocess.Popen(
+        [sys.executable, "-m", "concur", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, **kwargs
+    )
 
 
 def test_killed_job_leaves_no_row_and_reruns_cleanly(tmp_path, tiny_registry, tiny_model_dir):
     write_tiny_approach(tiny_registry, "slow-bert", tiny_model_dir, {**TINY_HPARAMS, "epochs": SLOW_EPOCHS})
     common = ["--registry", str(tiny_registry), "--runs-dir", str(tmp_path / "runs")]
-    run_args = [*common, "run", "--approach", "slow-bert", "--bench", "tiny-babi", "--device", "cpu",
-                "--source-dir", str(tmp_path / "data-root")]
+    run_args = [
+        *common,
+        "run",
+        "--approach",
+        "slow-bert",
+        "--bench",
+        "tiny-babi",
+        "--device",
+        "cpu",
+        "--source-dir",
+        str(tmp_path / "data-root"),
+    ]
     env = {**os.environ, "CONCUR_PROGRESS": "0"}
     process = _concur(*run_args, env=env)
     jobs_dir = tmp_path / "runs" / "jobs"
@@ -165,11 +176,17 @@ def test_cli_run_twice_and_status(tmp_path, tiny_registry):
     assert second.stdout.startswith("already done, nothing to run: tiny-bert on tiny-babi")
     assert "epoch" not in second.stderr.lower()  # no training happened
     (tmp_path / "runs" / "concur.sqlite").unlink()  # the index is rebuilt from job directories
-    status = subprocess.run([sys.executable, "-m", "concur", *common, "status", "--format", "json", "-a", "tiny-bert",
-                             "-a", "other", "-b", "tiny-babi"], capture_output=True, text=True)
+    status = subprocess.run(
+        [sys.executable, "-m", "concur", *common, "status", "--format", "json", "-a", "tiny-bert", "-a", "other", "-b", "tiny-babi"],
+        capture_output=True,
+        text=True,
+    )
     assert "unknown approach 'other'" in status.stderr
-    status = subprocess.run([sys.executable, "-m", "concur", *common, "status", "--format", "json", "-a", "tiny-bert",
-                             "-b", "tiny-babi", "-b", "babi-1"], capture_output=True, text=True)
+    status = subprocess.run(
+        [sys.executable, "-m", "concur", *common, "status", "--format", "json", "-a", "tiny-bert", "-b", "tiny-babi", "-b", "babi-1"],
+        capture_output=True,
+        text=True,
+    )
     report = json.loads(status.stdout)
     assert report["summary"] == {"done": 1, "failed": 0, "running": 0, "interrupted": 0, "pending": 1}
     done = [job for job in report["jobs"] if job["state"] == "done"][0]

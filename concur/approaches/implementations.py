@@ -60,7 +60,8 @@ def validate_hparams(implementation: str, hparams: dict[str, Any]) -> tuple[str 
         if not _matches(value, hints[key]):
             return key, f"must be {_describe(hints[key])}, got {value!r}"
     required = [
-        name for name, f in fields.items()
+        name
+        for name, f in fields.items()
         if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING and name not in hparams
     ]
     if required:

@@ -10,8 +10,8 @@ import typer
 from concur.cli.common import SOURCE_DIR_OPTION, Format, print_json, print_table, settings
 from concur.data.prepare import prepared
 from concur.data.sources import SourceLocator
-from concur.registry.specs import APPROACH_FAMILIES, BENCHMARK_FAMILIES, BenchmarkSpec
 from concur.errors import UnknownNameError
+from concur.registry.specs import APPROACH_FAMILIES, BENCHMARK_FAMILIES, BenchmarkSpec
 
 
 def benches(

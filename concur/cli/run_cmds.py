@@ -43,7 +43,9 @@ def run(
     spec = registry.approach(approach)
     bench_spec = registry.benchmark(bench)
     if not spec.runnable:
-        raise NotRunnableError(f"approach {spec.id!r} is registered but not yet runnable in this version of concur. {spec.planned_note}".rstrip())
+        raise NotRunnableError(
+            f"approach {spec.id!r} is registered but not yet runnable in this version of concur. {spec.planned_note}".rstrip()
+        )
     workspace = state.workspace()
     prepared, _ = prepare(bench_spec, state.locator(source_dir), workspace.data_dir)
     job = make_job(spec, prepared, seed=seed)
@@ -99,13 +101,27 @@ def status(
             if (a, b) not in present
         ]
     counts = Counter(r["state"] for r in records)
-    summary = {state.value: counts.get(state.value, 0) for state in (JobState.DONE, JobState.FAILED, JobState.RUNNING, JobState.INTERRUPTED, JobState.PENDING)}
+    summary = {
+        state.value: counts.get(state.value, 0)
+        for state in (JobState.DONE, JobState.FAILED, JobState.RUNNING, JobState.INTERRUPTED, JobState.PENDING)
+    }
     if output is Format.json:
         print_json({"summary": summary, "jobs": records})
         return
     rows = [
-        [r["approach"], r["benchmark"], r["hparam_id"], r["seed"], r["state"], _num(r.get("em")), _num(r.get("f1")),
-         _num(r.get("train_seconds"), 1), r.get("device"), r["key"], (r.get("error") or "")[:ERROR_WIDTH]]
+        [
+            r["approach"],
+            r["benchmark"],
+            r["hparam_id"],
+            r["seed"],
+            r["state"],
+            _num(r.get("em")),
+            _num(r.get("f1")),
+            _num(r.get("train_seconds"), 1),
+            r.get("device"),
+            r["key"],
+            (r.get("error") or "")[:ERROR_WIDTH],
+        ]
         for r in records
     ]
     print_table(
@@ -117,7 +133,20 @@ def status(
 
 def _finished_record(row: dict[str, Any]) -> dict[str, Any]:
     state = JobState.DONE if row["status"] == "ok" else JobState.FAILED
-    keep = ("key", "approach", "benchmark", "hparam_id", "seed", "em", "f1", "train_seconds", "eval_seconds", "device", "error", "finished_at")
+    keep = (
+        "key",
+        "approach",
+        "benchmark",
+        "hparam_id",
+        "seed",
+        "em",
+        "f1",
+        "train_seconds",
+        "eval_seconds",
+        "device",
+        "error",
+        "finished_at",
+    )
     return {**{k: row[k] for k in keep}, "state": state.value}
 
 

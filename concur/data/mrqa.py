@@ -55,8 +55,7 @@ def passage_record(passage: Passage) -> dict[str, Any]:
                 "question": question.question,
                 "answers": question.answers,
                 "detected_answers": [
-                    {"text": answer.text, "char_spans": [list(span) for span in answer.char_spans]}
-                    for answer in question.detected_answers
+                    {"text": answer.text, "char_spans": [list(span) for span in answer.char_spans]} for answer in question.detected_answers
                 ],
             }
             for question in passage.qas

@@ -12,7 +12,7 @@ import hashlib
 import os
 import shutil
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -133,7 +133,7 @@ def _write(spec: BenchmarkSpec, splits: dict[str, Split], located: dict[str, Loc
         "sources": {name: source.manifest_entry() for name, source in located.items()},
         "splits": split_entries,
         "data_hash": data_hash,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "concur_version": __version__,
     }
     atomic_write_json(staging / MANIFEST, manifest)

@@ -31,8 +31,7 @@ def read_squad(path: Path, split_name: str = "") -> Split:
             where = f"data[{a}].paragraphs[{p}]"
             context = _field(path, paragraph, "context", str, where)
             questions = [
-                _question(path, context, qa, f"{where}.qas[{q}]", split)
-                for q, qa in enumerate(_field(path, paragraph, "qas", list, where))
+                _question(path, context, qa, f"{where}.qas[{q}]", split) for q, qa in enumerate(_field(path, paragraph, "qas", list, where))
             ]
             split.passages.append(Passage(context=context, qas=questions, article=title or f"article-{a}"))
     return split

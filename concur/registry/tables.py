@@ -55,7 +55,9 @@ class Table:
         for key in self.data:
             if key not in allowed:
                 hint = closest(key, allowed)
-                raise self.error(key, "is not a known field" + (f"; did you mean {hint!r}?" if hint else f"; known: {', '.join(sorted(allowed))}"))
+                raise self.error(
+                    key, "is not a known field" + (f"; did you mean {hint!r}?" if hint else f"; known: {', '.join(sorted(allowed))}")
+                )
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:

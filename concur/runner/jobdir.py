@@ -20,7 +20,7 @@ import shutil
 import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ PREDICTIONS_GZIP_LEVEL = 6
 _RUNNING_HERE: set[Path] = set()  # job directories this process is executing right now
 
 
-class JobState(str, Enum):
+class JobState(StrEnum):
     PENDING = "pending"  # never started
     RUNNING = "running"  # started by a live process on this host
     INTERRUPTED = "interrupted"  # started, no result, its process is gone

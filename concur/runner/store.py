@@ -14,7 +14,7 @@ from typing import Any
 
 import sqlite_utils
 
-from concur.runner.jobdir import JobDir, job_dirs
+from concur.runner.jobdir import job_dirs
 
 TABLE = "jobs"
 _JSON_COLUMNS = ("hparams", "versions")

@@ -184,9 +184,7 @@ class HFSpanApproach:
                 progress.advance(task)
         predictions = answers(features, scores, starts, ends)
         empty = sum(1 for text in predictions.values() if not text)
-        context.log(
-            f"predict: {len(predictions)} questions, {n_windows} windows" + (f"; {empty} without a valid span" if empty else "")
-        )
+        context.log(f"predict: {len(predictions)} questions, {n_windows} windows" + (f"; {empty} without a valid span" if empty else ""))
         return predictions
 
 

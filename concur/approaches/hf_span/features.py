@@ -16,13 +16,14 @@ ELECTRA pairs are all assembled as their own tokenizer would assemble them.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from concur.approaches.hf_span.hparams import HFSpanHParams
-from concur.data.model import Span, Split
+from concur.data.model import Passage, Question, Span, Split
 from concur.errors import ConcurError
 
 NO_SPAN = "no answer span"
@@ -62,13 +63,15 @@ class PairLayout:
         ids = np.concatenate([self.before, question, self.between, context, self.after])
         if not self.uses_token_types:
             return ids, None
-        types = np.concatenate([
-            self.before_types,
-            np.full(len(question), self.question_type, dtype=TYPES),
-            self.between_types,
-            np.full(len(context), self.context_type, dtype=TYPES),
-            self.after_types,
-        ])
+        types = np.concatenate(
+            [
+                self.before_types,
+                np.full(len(question), self.question_type, dtype=TYPES),
+                self.between_types,
+                np.full(len(context), self.context_type, dtype=TYPES),
+                self.after_types,
+            ]
+        )
         return ids, types
 
     def cls_index(self, n_question: int, n_context: int) -> int:
@@ -254,35 +257,43 @@ def _encode(tokenizer: Any, texts: list[str], **options: Any) -> dict[str, list[
     return tokenizer(texts, add_special_tokens=False, return_attention_mask=False, return_token_type_ids=False, **options)
 
 
+def _tokenized_questions(
+    split: Split, tokenizer: Any, hparams: HFSpanHParams
+) -> Iterator[tuple[Passage, Question, np.ndarray, np.ndarray, np.ndarray]]:
+    """Each question with its token ids, and its passage's token ids and character offsets."""
+    tokenized = _tokenize(split, tokenizer, hparams)
+    for passage, (context_ids, offsets), question_ids in zip(split.passages, tokenized.passages, tokenized.questions):
+        for question, q_ids in zip(passage.qas, question_ids):
+            yield passage, question, q_ids, context_ids, offsets
+
+
 def build_train_features(split: Split, tokenizer: Any, hparams: HFSpanHParams) -> TrainFeatures:
     """Training windows with start/end labels of each question's `first_span` (questions without one are counted)."""
     windower = _Windower(tokenizer, hparams)
     layout = windower.layout
-    tokenized = _tokenize(split, tokenizer, hparams)
     windows = Windows()
     starts: list[int] = []
     ends: list[int] = []
     skipped: Counter[str] = Counter()
     n_questions = 0
-    for passage, (context_ids, offsets), question_ids in zip(split.passages, tokenized.passages, tokenized.questions):
-        for question, q_ids in zip(passage.qas, question_ids):
-            span = question.first_span
-            answer = token_span(offsets, span) if span is not None else None
-            if answer is None:
-                skipped[NO_SPAN if span is None else NO_TOKEN] += 1
-                continue
-            n_questions += 1
-            shift = layout.context_start(len(q_ids))
-            for start, length in windower.spans(len(q_ids), len(context_ids)):
-                ids, types = layout.assemble(q_ids, context_ids[start : start + length])
-                windows.add(ids, types)
-                if start <= answer[0] and answer[1] < start + length:
-                    starts.append(answer[0] - start + shift)
-                    ends.append(answer[1] - start + shift)
-                else:
-                    cls = layout.cls_index(len(q_ids), length)
-                    starts.append(cls)
-                    ends.append(cls)
+    for _, question, q_ids, context_ids, offsets in _tokenized_questions(split, tokenizer, hparams):
+        span = question.first_span
+        answer = token_span(offsets, span) if span is not None else None
+        if answer is None:
+            skipped[NO_SPAN if span is None else NO_TOKEN] += 1
+            continue
+        n_questions += 1
+        shift = layout.context_start(len(q_ids))
+        for start, length in windower.spans(len(q_ids), len(context_ids)):
+            ids, types = layout.assemble(q_ids, context_ids[start : start + length])
+            windows.add(ids, types)
+            if start <= answer[0] and answer[1] < start + length:
+                starts.append(answer[0] - start + shift)
+                ends.append(answer[1] - start + shift)
+            else:
+                cls = layout.cls_index(len(q_ids), length)
+                starts.append(cls)
+                ends.append(cls)
     return TrainFeatures(
         windows=windows,
         start_positions=np.asarray(starts, dtype=np.int64),
@@ -296,30 +307,28 @@ def build_predict_features(split: Split, tokenizer: Any, hparams: HFSpanHParams)
     """Windows of every question with the character offsets and max-context flags decoding needs."""
     windower = _Windower(tokenizer, hparams)
     layout = windower.layout
-    tokenized = _tokenize(split, tokenizer, hparams)
     windows = Windows()
     question_index: list[int] = []
     char_offsets: list[np.ndarray] = []
     max_context: list[np.ndarray] = []
     qids: list[str] = []
     contexts: list[str] = []
-    for passage, (context_ids, offsets), question_ids in zip(split.passages, tokenized.passages, tokenized.questions):
-        for question, q_ids in zip(passage.qas, question_ids):
-            spans = windower.spans(len(q_ids), len(context_ids))
-            owner = max_context_owner(spans, len(context_ids)) if spans else np.empty(0, dtype=np.int64)
-            shift = layout.context_start(len(q_ids))
-            for window, (start, length) in enumerate(spans):
-                ids, types = layout.assemble(q_ids, context_ids[start : start + length])
-                windows.add(ids, types)
-                question_index.append(len(qids))
-                window_offsets = np.full((len(ids), 2), -1, dtype=OFFSETS)
-                window_offsets[shift : shift + length] = offsets[start : start + length]
-                char_offsets.append(window_offsets)
-                flags = np.zeros(len(ids), dtype=bool)
-                flags[shift : shift + length] = owner[start : start + length] == window
-                max_context.append(flags)
-            qids.append(question.qid)
-            contexts.append(passage.context)
+    for passage, question, q_ids, context_ids, offsets in _tokenized_questions(split, tokenizer, hparams):
+        spans = windower.spans(len(q_ids), len(context_ids))
+        owner = max_context_owner(spans, len(context_ids)) if spans else np.empty(0, dtype=np.int64)
+        shift = layout.context_start(len(q_ids))
+        for window, (start, length) in enumerate(spans):
+            ids, types = layout.assemble(q_ids, context_ids[start : start + length])
+            windows.add(ids, types)
+            question_index.append(len(qids))
+            window_offsets = np.full((len(ids), 2), -1, dtype=OFFSETS)
+            window_offsets[shift : shift + length] = offsets[start : start + length]
+            char_offsets.append(window_offsets)
+            flags = np.zeros(len(ids), dtype=bool)
+            flags[shift : shift + length] = owner[start : start + length] == window
+            max_context.append(flags)
+        qids.append(question.qid)
+        contexts.append(passage.context)
     return PredictFeatures(
         windows=windows,
         question_index=np.asarray(question_index, dtype=np.int64),

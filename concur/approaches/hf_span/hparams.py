@@ -37,7 +37,7 @@ class HFSpanHParams:
             ("train_batch_size", self.train_batch_size >= 1, "must be at least 1"),
             ("epochs", self.epochs > 0, "must be positive"),
             ("warmup_ratio", 0 <= self.warmup_ratio <= 1, "must be between 0 and 1"),
-                        ("weight_decay", self.weight_decay >= 0, "must not be negative"),
+            ("weight_decay", self.weight_decay >= 0, "must not be negative"),
             ("adam_beta1", 0 <= self.adam_beta1 < 1, "must be in [0, 1)"),
             ("adam_beta2", 0 <= self.adam_beta2 < 1, "must be in [0, 1)"),
             ("adam_epsilon", self.adam_epsilon > 0, "must be positive"),

@@ -119,7 +119,10 @@ def load_pretrained(spec: ApproachSpec, model_path: Path | None, log: Callable[[
         if attention == "eager":
             log(f"{model_class.__name__} does not support SDPA attention; using eager attention")
         model, info = _guarded(
-            spec, settings.name, source, "weights",
+            spec,
+            settings.name,
+            source,
+            "weights",
             lambda: model_class.from_pretrained(
                 source.target,
                 config=config,
@@ -140,9 +143,7 @@ def load_pretrained(spec: ApproachSpec, model_path: Path | None, log: Callable[[
     return LoadedModel(tokenizer, model, source.origin, attention, new_weights)
 
 
-def _load_config(
-    spec: ApproachSpec, settings: ModelSettings, model_path: Path | None, load: Callable[[Source], T]
-) -> tuple[T, Source]:
+def _load_config(spec: ApproachSpec, settings: ModelSettings, model_path: Path | None, load: Callable[[Source], T]) -> tuple[T, Source]:
     """Load the model's config from the first place that holds it, in precedence order."""
     if model_path is None and settings.hub is not None:
         return _load_hub(spec, settings.hub, load, "config.json")

@@ -87,6 +87,4 @@ def build_scheduler(optimizer: Any, hparams: HFSpanHParams, total_steps: int) ->
     import torch
 
     warmup = warmup_steps(hparams, total_steps)
-    return torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: lr_factor(step, warmup, total_steps, hparams.lr_schedule)
-    )
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_factor(step, warmup, total_steps, hparams.lr_schedule))
