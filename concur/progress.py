@@ -31,8 +31,9 @@ def progress_enabled() -> bool:
     return sys.stderr.isatty()
 
 
-def stderr_console() -> Console:
-    return Console(stderr=True)
+# One console for everything written to stderr, so log lines printed while a bar is live
+# appear above the bar instead of tearing it.
+STDERR = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def task_progress() -> Progress:
@@ -45,7 +46,7 @@ def task_progress() -> Progress:
         TextColumn("<"),
         TimeRemainingColumn(),
         TextColumn("{task.fields[status]}"),
-        console=stderr_console(),
+        console=STDERR,
         disable=not progress_enabled(),
         transient=False,
     )
@@ -59,6 +60,6 @@ def download_progress() -> Progress:
         DownloadColumn(),
         TransferSpeedColumn(),
         TimeRemainingColumn(),
-        console=stderr_console(),
+        console=STDERR,
         disable=not progress_enabled(),
     )

@@ -191,3 +191,18 @@ def test_cli_run_twice_and_status(tmp_path, tiny_registry):
     assert report["summary"] == {"done": 1, "failed": 0, "running": 0, "interrupted": 0, "pending": 1}
     done = [job for job in report["jobs"] if job["state"] == "done"][0]
     assert done["benchmark"] == "tiny-babi" and done["em"] is not None
+
+
+def test_device_choice_is_checked():
+    import torch
+
+    from concur.devices import resolve_device
+    from concur.errors import ConcurError
+
+    assert resolve_device("cpu") == "cpu"
+    assert resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(ConcurError, match="unknown device 'tpu'"):
+        resolve_device("tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(ConcurError, match="--device cuda: no CUDA GPU is visible"):
+            resolve_device("cuda")

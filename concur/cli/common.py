@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from concur.data.sources import SourceLocator
+from concur.progress import STDERR
 from concur.registry import Registry, default_registry
 from concur.workspace import Workspace, data_roots
 
@@ -21,7 +22,7 @@ PIPED_WIDTH = 240  # tables written to a file or pipe are not folded to 80 colum
 out = Console(highlight=False)
 if not out.is_terminal:
     out = Console(highlight=False, width=PIPED_WIDTH)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+err = STDERR
 
 
 class Format(StrEnum):
