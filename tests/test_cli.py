@@ -26,8 +26,9 @@ def test_score_real_official_predictions_on_xquad_subset():
     assert "9380 predictions are for questions not in xquad.en.json.gz and were ignored" in result.stderr
     assert "no prediction" not in result.stderr
     lr = json.loads(concur("score", str(gold), str(baseline)).stdout)
-    # BERT (ensemble) has dev F1 93.2 and the LR baseline about 51 (leaderboard numbers)
-    assert 85 < bert_scores["f1"] < 97 and 35 < lr["f1"] < 60
+    # XQuAD keeps one reference answer per question (the dev set has about three), so scores
+    # sit below the leaderboard's dev F1 (BERT ensemble about 93, the LR baseline 51)
+    assert 80 < bert_scores["f1"] < 93 and 35 < lr["f1"] < 55
     assert bert_scores["exact_match"] < bert_scores["f1"] and lr["exact_match"] < lr["f1"]
 
 
