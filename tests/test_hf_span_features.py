@@ -25,26 +25,20 @@ from concur.approaches.hf_span.features import (
 from concur.approaches.hf_span.hparams import HFSpanHParams
 from concur.data.model import DetectedAnswer, Passage, Question, Split
 from concur.errors import ConcurError
+from tests.conftest import TINY_HPARAMS
 
 NUMBERS = " ".join(str(i) for i in range(40))
 HPARAMS = HFSpanHParams(
-    learning_rate=1e-4,
-    train_batch_size=8,
-    epochs=1.0,
-    warmup_ratio=0.1,
-    lr_schedule="linear",
-    weight_decay=0.01,
-    adam_beta1=0.9,
-    adam_beta2=0.999,
-    adam_epsilon=1e-6,
-    layerwise_lr_decay=1.0,
-    max_grad_norm=1.0,
-    max_seq_length=20,
-    doc_stride=6,
-    max_query_length=8,
-    max_answer_length=30,
-    n_best_size=20,
-    eval_batch_size=8,
+    **{
+        **TINY_HPARAMS,
+        "train_batch_size": 8,
+        "max_seq_length": 20,
+        "doc_stride": 6,
+        "max_query_length": 8,
+        "max_answer_length": 30,
+        "n_best_size": 20,
+        "eval_batch_size": 8,
+    }
 )
 # "where ?" is 2 tokens; [CLS] q [SEP] c [SEP] adds 3, so a window holds 20 - 2 - 3 = 15 context tokens
 # and starts 6 context tokens after the previous one.

@@ -9,26 +9,9 @@ from transformers import BertConfig, BertForQuestionAnswering
 
 from concur.approaches.hf_span.hparams import HFSpanHParams
 from concur.approaches.hf_span.optimization import build_optimizer, build_scheduler, layer_of, lr_factor, no_decay_names
+from tests.conftest import TINY_HPARAMS
 
-HPARAMS = HFSpanHParams(
-    learning_rate=1e-3,
-    train_batch_size=8,
-    epochs=1.0,
-    warmup_ratio=0.25,
-    lr_schedule="linear",
-    weight_decay=0.01,
-    adam_beta1=0.9,
-    adam_beta2=0.999,
-    adam_epsilon=1e-6,
-    layerwise_lr_decay=1.0,
-    max_grad_norm=1.0,
-    max_seq_length=64,
-    doc_stride=32,
-    max_query_length=16,
-    max_answer_length=10,
-    n_best_size=5,
-    eval_batch_size=8,
-)
+HPARAMS = HFSpanHParams(**{**TINY_HPARAMS, "train_batch_size": 8, "warmup_ratio": 0.25, "n_best_size": 5, "eval_batch_size": 8})
 
 
 @pytest.fixture(scope="module")

@@ -114,11 +114,10 @@ def _alive(pid: Any, started: str | None) -> bool:
     if not isinstance(pid, int) or pid <= 0:
         return False
     try:
-        os.kill(pid, 0)
+        with contextlib.suppress(PermissionError):  # it exists, owned by another user
+            os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
-        pass
     return started is None or _process_start(pid) in (None, started)
 
 
