@@ -15,11 +15,14 @@ import json
 import os
 import shutil
 import tempfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
 GZIP_MAGIC = b"\x1f\x8b"
+# What reading a truncated or corrupt (gzip) text file raises, beside the format's own errors.
+UNREADABLE = (EOFError, zlib.error, gzip.BadGzipFile, UnicodeDecodeError)
 _CHUNK = 1 << 20
 
 

@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from concur.data.babi import read_babi
 from concur.data.model import DetectedAnswer, Passage, Question, Split
 from concur.data.mrqa import read_mrqa, write_mrqa
 from concur.data.readers import detect_format, read_any
@@ -96,7 +97,7 @@ def test_empty_and_truncated_files(tmp_path):
     write_mrqa(Split("X", "dev", [_split().passages[0]] * 400), full)
     truncated = tmp_path / "truncated.jsonl.gz"
     truncated.write_bytes(full.read_bytes()[: full.stat().st_size // 2])
-    with pytest.raises(DataFormatError, match="truncated or corrupt gzip") as info:
+    with pytest.raises(DataFormatError, match="truncated, corrupt or not UTF-8 after line") as info:
         read_mrqa(truncated)
     assert "truncated.jsonl.gz" in str(info.value)
 
@@ -169,3 +170,21 @@ def test_real_xquad_subset_of_squad_dev():
     assert split.n_passages == 240
     assert len({passage.article for passage in split.passages}) == 48
     assert not split.dropped
+
+
+@pytest.mark.parametrize("reader", [read_squad, read_babi])  # read_mrqa: test_empty_and_truncated_files
+def test_readers_report_a_cut_off_gzip_stream(tmp_path, reader):
+    lines = "".join(f"{i} Mary went to room {i * 7919 % 10007}.\n" for i in range(1, 5000)).encode()
+    compressed = gzip.compress(lines)
+    corrupt = tmp_path / "data.txt.gz"
+    corrupt.write_bytes(compressed[: len(compressed) // 2])
+    with pytest.raises(DataFormatError, match=r"data.txt.gz: .*(truncated|corrupt)"):
+        reader(corrupt)
+
+
+@pytest.mark.parametrize("reader", [read_squad, read_babi, read_mrqa])
+def test_readers_report_text_that_is_not_utf8(tmp_path, reader):
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("1 Zo\xeb went to the caf\xe9.\n".encode("latin-1"))
+    with pytest.raises(DataFormatError, match=r"latin1.txt: .*UTF-8"):
+        reader(latin1)

@@ -19,8 +19,8 @@ import re
 from pathlib import Path
 
 from concur.data.model import DetectedAnswer, Passage, Question, Split
+from concur.data.textfile import numbered_lines
 from concur.errors import DataFormatError
-from concur.fsutil import open_text
 
 NOT_IN_SUPPORT = "answer not found in its supporting facts"
 
@@ -51,42 +51,40 @@ def read_babi(path: Path, split_name: str = "") -> Split:
     previous = 0
     statements: dict[int, str] = {}  # line number -> sentence, for the current story
     order: list[int] = []
-    with open_text(path) as handle:
-        for number, raw in enumerate(handle, start=1):
-            line = raw.rstrip("\n")
-            if not line.strip():
-                continue
-            index_text, _, rest = line.partition(" ")
-            if not index_text.isdigit() or not rest:
-                raise DataFormatError(path, "expected 'N sentence' or 'N question<TAB>answer<TAB>facts'", number)
-            index = int(index_text)
-            if index <= previous:  # numbering restarted: a new story begins
-                story, statements, order = story + 1, {}, []
-            previous = index
-            if "\t" not in rest:
-                statements[index] = rest.strip()
-                order.append(index)
-                continue
-            fields = rest.split("\t")
-            if len(fields) < 3:
-                raise DataFormatError(path, "a question line needs question, answer and supporting facts", number)
-            question_text, answer, support_text = fields[0].strip(), fields[1].strip(), fields[2].split()
-            try:
-                support = [int(fact) for fact in support_text]
-            except ValueError:
-                raise DataFormatError(path, f"supporting facts must be line numbers, got {fields[2]!r}", number) from None
-            passage = _passage(order, statements)
-            span = _answer_span(passage, support, answer)
-            if span is None:
-                split.dropped[NOT_IN_SUPPORT] += 1
-                continue
-            context = passage[0]
-            first, last = span
-            text = context[first : last + 1]
-            answers = [text] if text == answer else [text, answer]
-            qid = f"{stem}:{story}:{index}"
-            question = Question(qid, question_text, answers, [DetectedAnswer(text, (span,))])
-            split.passages.append(Passage(context=context, qas=[question], article=f"{stem}:{story}"))
+    for number, line in numbered_lines(path):
+        if not line.strip():
+            continue
+        index_text, _, rest = line.partition(" ")
+        if not index_text.isdigit() or not rest:
+            raise DataFormatError(path, "expected 'N sentence' or 'N question<TAB>answer<TAB>facts'", number)
+        index = int(index_text)
+        if index <= previous:  # numbering restarted: a new story begins
+            story, statements, order = story + 1, {}, []
+        previous = index
+        if "\t" not in rest:
+            statements[index] = rest.strip()
+            order.append(index)
+            continue
+        fields = rest.split("\t")
+        if len(fields) < 3:
+            raise DataFormatError(path, "a question line needs question, answer and supporting facts", number)
+        question_text, answer, support_text = fields[0].strip(), fields[1].strip(), fields[2].split()
+        try:
+            support = [int(fact) for fact in support_text]
+        except ValueError:
+            raise DataFormatError(path, f"supporting facts must be line numbers, got {fields[2]!r}", number) from None
+        passage = _passage(order, statements)
+        span = _answer_span(passage, support, answer)
+        if span is None:
+            split.dropped[NOT_IN_SUPPORT] += 1
+            continue
+        context = passage[0]
+        first, last = span
+        text = context[first : last + 1]
+        answers = [text] if text == answer else [text, answer]
+        qid = f"{stem}:{story}:{index}"
+        question = Question(qid, question_text, answers, [DetectedAnswer(text, (span,))])
+        split.passages.append(Passage(context=context, qas=[question], article=f"{stem}:{story}"))
     return split
 
 

@@ -8,16 +8,15 @@ are not needed by any stage and are not written back.
 
 from __future__ import annotations
 
-import gzip
 import json
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from concur.data.model import DetectedAnswer, Passage, Question, Split, span_problem
+from concur.data.textfile import numbered_lines
 from concur.errors import DataFormatError
-from concur.fsutil import atomic_open, open_text
+from concur.fsutil import atomic_open
 
 GZIP_LEVEL = 6
 
@@ -73,20 +72,13 @@ def _dump_line(handle, record: dict[str, Any]) -> None:
 
 def _json_lines(path: Path) -> Iterator[tuple[int, Any]]:
     """Yield `(line number, parsed JSON)` for non-blank lines, with errors that name the line."""
-    number = 0
-    try:
-        with open_text(path) as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    yield number, json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise DataFormatError(path, f"invalid JSON ({exc.msg} at column {exc.colno})", number) from None
-    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
-        raise DataFormatError(path, f"truncated or corrupt gzip data after line {number} ({exc})") from None
-    except UnicodeDecodeError as exc:
-        raise DataFormatError(path, f"not UTF-8 text ({exc.reason})", number + 1) from None
+    for number, line in numbered_lines(path):
+        if not line.strip():
+            continue
+        try:
+            yield number, json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataFormatError(path, f"invalid JSON ({exc.msg} at column {exc.colno})", number) from None
 
 
 def _parse_header(path: Path, number: int, record: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from concur.data.model import Split
 from concur.data.mrqa import read_mrqa
 from concur.data.squad import read_squad
 from concur.errors import DataFormatError, UnknownNameError
-from concur.fsutil import open_text
+from concur.fsutil import UNREADABLE, open_text
 
 Reader = Callable[[Path, str], Split]
 
@@ -34,7 +34,7 @@ def detect_format(path: Path) -> str:
     try:
         with open_text(path) as handle:
             first = handle.readline()
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
+    except (*UNREADABLE, OSError) as exc:
         raise DataFormatError(path, f"unreadable: {exc}") from None
     if not first.strip():
         raise DataFormatError(path, "the file is empty")

@@ -14,7 +14,7 @@ from typing import Any
 
 from concur.data.model import DetectedAnswer, Passage, Question, Split
 from concur.errors import DataFormatError
-from concur.fsutil import open_text
+from concur.fsutil import UNREADABLE, open_text
 
 UNLOCATED = "answer text not found in its context (kept for scoring, not for training)"
 
@@ -43,7 +43,7 @@ def _load_document(path: Path) -> Any:
             return json.load(handle)
     except json.JSONDecodeError as exc:
         raise DataFormatError(path, f"invalid JSON ({exc.msg})", exc.lineno) from None
-    except (EOFError, OSError, UnicodeDecodeError) as exc:
+    except (*UNREADABLE, OSError) as exc:
         raise DataFormatError(path, f"unreadable: truncated, corrupt or not UTF-8 ({exc})") from None
 
 

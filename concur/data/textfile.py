@@ -1,0 +1,20 @@
+"""Line-by-line reading of text files (plain or gzip) with errors that name file and line."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from concur.errors import DataFormatError
+from concur.fsutil import UNREADABLE, open_text
+
+
+def numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """`(line number, line without its newline)`; a truncated or corrupt file is a DataFormatError."""
+    number = 0
+    try:
+        with open_text(path) as handle:
+            for number, line in enumerate(handle, start=1):
+                yield number, line.rstrip("\n")
+    except UNREADABLE as exc:
+        raise DataFormatError(path, f"truncated, corrupt or not UTF-8 after line {number} ({exc})") from None
