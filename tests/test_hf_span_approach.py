@@ -26,7 +26,7 @@ from concur.data.model import Passage, Question, Split
 from concur.errors import ConcurError, ModelUnavailableError, SpecError
 from concur.metrics import evaluate
 from concur.registry.specs import ApproachSpec, parse_approach
-from tests.conftest import TINY_HPARAMS, shared_file
+from tests.conftest import TINY_HPARAMS, shared_file, write_babi_like
 
 BABI_1 = "babi/tasks_1-20_v1-2/en/qa1_single-supporting-fact_{}.txt.gz"
 # bAbI passages (at most 76 tokens with their question) fit in one window of 128 tokens.
@@ -64,9 +64,15 @@ def model_dir(tmp_path_factory, weights_dir, tokenizer_dir) -> Path:
     return directory
 
 
-@pytest.fixture(scope="module")
-def babi() -> tuple[Split, Split]:
-    return read_babi(shared_file(BABI_1.format("train")), "train"), read_babi(shared_file(BABI_1.format("test")), "test")
+@pytest.fixture(scope="module", params=["real bAbI-1", "generated bAbI-1-like"])
+def babi(request, tmp_path_factory) -> tuple[Split, Split]:
+    """The real task 1 from ../shared where present, and always data generated in its format."""
+    if request.param == "real bAbI-1":
+        return read_babi(shared_file(BABI_1.format("train")), "train"), read_babi(shared_file(BABI_1.format("test")), "test")
+    directory = tmp_path_factory.mktemp("babi-like")
+    train = write_babi_like(directory / "qa1_train.txt", stories=140, seed=11)
+    test = write_babi_like(directory / "qa1_test.txt", stories=70, seed=12)
+    return read_babi(train, "train"), read_babi(test, "test")
 
 
 def subset(split: Split, n: int) -> Split:
