@@ -96,7 +96,10 @@ def test_unknown_names_and_planned_approaches_are_clear_errors(tmp_path):
     assert "unknown benchmark 'sqad'; did you mean 'squad'?" in result.stderr
     assert not (tmp_path / "runs").exists()  # names are checked before any work
     result = concur("run", "--approach", "qanet", "--bench", "babi-1", cwd=tmp_path)
-    assert result.returncode == 2 and "approach 'qanet' is registered but not yet runnable" in result.stderr
+    assert (
+        result.returncode == 2
+        and "approach 'qanet' is registered but cannot run yet: its PyTorch implementation is not in this version" in result.stderr
+    )
     assert "Traceback" not in result.stderr
     result = concur("benches", "--family", "cloz", cwd=tmp_path)
     assert "unknown benchmark family 'cloz'; did you mean 'cloze'?" in result.stderr

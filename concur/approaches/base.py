@@ -48,10 +48,15 @@ class Approach(Protocol):
     def predict(self, test: Any, context: RunContext) -> dict[str, str]: ...
 
 
+def ensure_runnable(spec: ApproachSpec) -> None:
+    """Fail, with the spec's explanation, for an approach that is registered but planned."""
+    if not spec.runnable:
+        reason = spec.planned_note or "its spec has status = 'planned'"
+        raise NotRunnableError(f"approach {spec.id!r} is registered but cannot run yet: {reason}")
+
+
 def build_approach(spec: ApproachSpec, hparams: dict[str, Any]) -> Approach:
     """Instantiate the spec's implementation with `hparams` (a validated table)."""
-    if not spec.runnable:
-        note = f" {spec.planned_note}" if spec.planned_note else ""
-        raise NotRunnableError(f"approach {spec.id!r} is registered but not yet runnable in this version of concur.{note}")
+    ensure_runnable(spec)
     cls = approach_class(spec.implementation)
     return cls(spec, build_hparams(spec.implementation, hparams))

@@ -8,10 +8,11 @@ from typing import Any
 
 import typer
 
+from concur.approaches.base import ensure_runnable
 from concur.cli.common import SOURCE_DIR_OPTION, Format, err, out, print_json, print_table, settings
 from concur.data.prepare import prepare
 from concur.devices import DEVICE_CHOICES
-from concur.errors import ConcurError, NotRunnableError
+from concur.errors import ConcurError
 from concur.runner.jobdir import JobState, job_dirs
 from concur.runner.jobs import make_job
 from concur.runner.local import RunOptions, run_job
@@ -42,10 +43,7 @@ def run(
     registry = state.registry()
     spec = registry.approach(approach)
     bench_spec = registry.benchmark(bench)
-    if not spec.runnable:
-        raise NotRunnableError(
-            f"approach {spec.id!r} is registered but not yet runnable in this version of concur. {spec.planned_note}".rstrip()
-        )
+    ensure_runnable(spec)  # before any data is prepared
     workspace = state.workspace()
     prepared, _ = prepare(bench_spec, state.locator(source_dir), workspace.data_dir)
     job = make_job(spec, prepared, seed=seed)
