@@ -32,7 +32,7 @@ from concur.registry.specs import (
     parse_approach,
     parse_benchmark,
 )
-from concur.registry.tables import deep_merge
+from concur.registry.tables import DESCRIPTIVE_KEYS, deep_merge
 
 REGISTRY_ENV = "CONCUR_REGISTRY"
 KINDS = ("benchmarks", "approaches")
@@ -132,5 +132,5 @@ def _resolve_extends(spec_id: str, raw: dict[str, tuple[dict[str, Any], Path]], 
     if parent in chain or parent == spec_id:
         raise SpecError(path, "extends", f"cycle: {' -> '.join((*chain, spec_id, parent))}")
     base = _resolve_extends(parent, raw, (*chain, spec_id))
-    inherited = {key: value for key, value in base.items() if key not in {"id", "name", "description", "citation", "notes"}}
+    inherited = {key: value for key, value in base.items() if key != "id" and key not in DESCRIPTIVE_KEYS}
     return deep_merge(inherited, data)

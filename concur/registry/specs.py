@@ -15,14 +15,14 @@ from concur.approaches.implementations import IMPLEMENTATIONS, validate_hparams
 from concur.data.readers import READERS
 from concur.data.transforms import CARVE_UNITS
 from concur.errors import SpecError
-from concur.registry.tables import Table, content_hash
+from concur.registry.tables import DESCRIPTIVE_KEYS, Table, content_hash
 
 BENCHMARK_FAMILIES = ("human", "downsampled", "cloze", "synthetic")
 APPROACH_FAMILIES = ("pretrained", "non-pretrained")
 APPROACH_STATUSES = ("ready", "planned")
 SPACE_KINDS = ("log_uniform", "uniform", "int_uniform", "choice")
 
-_DESCRIPTIVE = {"id", "name", "family", "citation", "description", "notes"}
+_COMMON_KEYS = {"id", "family", *DESCRIPTIVE_KEYS}  # fields every spec may have
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,7 @@ class ApproachSpec:
 def parse_benchmark(data: dict[str, Any], path: Path) -> BenchmarkSpec:
     """Validate a resolved benchmark table (after `extends` is merged)."""
     top = Table(data, path)
-    top.reject_unknown(_DESCRIPTIVE | {"extends", "sources", "train", "test", "carve"})
+    top.reject_unknown(_COMMON_KEYS | {"extends", "sources", "train", "test", "carve"})
     bench_id = top.get("id", str, required=True)
     family = top.choice("family", BENCHMARK_FAMILIES)
     sources_table = top.table("sources", required=True)
@@ -203,9 +203,7 @@ def _split_plan(top: Table, split: str, sources: dict[str, SourceFile], carve: C
 def parse_approach(data: dict[str, Any], path: Path) -> ApproachSpec:
     """Validate an approach table; a ready approach's hparams are checked by its implementation."""
     top = Table(data, path)
-    top.reject_unknown(
-        _DESCRIPTIVE | {"implementation", "status", "planned_note", "model", "hparams", "hparams_source", "space", "resources"}
-    )
+    top.reject_unknown(_COMMON_KEYS | {"implementation", "status", "planned_note", "model", "hparams", "space", "resources"})
     approach_id = top.get("id", str, required=True)
     family = top.choice("family", APPROACH_FAMILIES)
     status = top.choice("status", APPROACH_STATUSES, "ready")
