@@ -1,0 +1,221 @@
+"""Uncertainty the paper does not report: resampling the approaches.
+
+The approaches are the sample (DESIGN.md: a ~ uniform(A)), so every interval here comes
+from resampling approaches with replacement, the same resample for every cell so that
+cells can be compared pairwise. Intervals are percentile or BCa (Efron & Tibshirani 1993,
+ch. 14); both are seeded and identical for the same seed. Resamples in which a correlation
+is undefined (e.g. every drawn approach scores 100) are left out of that cell's interval,
+and their number is reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+import pandas as pd
+from scipy.special import ndtr, ndtri
+
+from concur.analysis.concurrence import ConcurrenceMatrix, Method, concurrence_matrix, weighted_concurrence
+
+
+class Interval(StrEnum):
+    percentile = "percentile"
+    bca = "bca"
+
+
+@dataclass(frozen=True)
+class BootstrapSettings:
+    n_resamples: int = 2000
+    seed: int = 0
+    confidence: float = 0.95
+    interval: Interval = Interval.bca
+
+
+@dataclass(frozen=True)
+class MatrixWithCI:
+    """A concurrence matrix with a confidence interval for every cell."""
+
+    estimate: ConcurrenceMatrix
+    lower: pd.DataFrame
+    upper: pd.DataFrame
+    undefined: pd.DataFrame  # resamples in which the cell's correlation is undefined
+    settings: BootstrapSettings
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Whether two benchmarks concur differently with a reference, on the same approaches."""
+
+    reference: str
+    first: str
+    second: str
+    method: Method
+    n: int
+    first_value: float
+    second_value: float
+    difference: float
+    lower: float
+    upper: float
+    p_value: float
+    settings: BootstrapSettings
+
+
+def resample_weights(n: int, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Multinomial counts (n_resamples, n): how often each approach is drawn.
+
+    Indices are drawn as `rng.integers(0, n, (n_resamples, n))`, the same draws
+    `scipy.stats.bootstrap` makes with this generator, so results can be checked against it.
+    """
+    draws = rng.integers(0, n, (n_resamples, n))
+    counts = np.zeros((n_resamples, n))
+    np.add.at(counts, (np.repeat(np.arange(n_resamples), n), draws.ravel()), 1)
+    return counts
+
+
+def jackknife_weights(n: int) -> np.ndarray:
+    """Leave-one-approach-out samples (n, n)."""
+    return 1.0 - np.eye(n)
+
+
+def bootstrap_matrix(wide: pd.DataFrame, method: Method | str, settings: BootstrapSettings = BootstrapSettings()) -> MatrixWithCI:
+    """The concurrence matrix of `wide` with seeded bootstrap intervals per cell."""
+    method = Method(method)
+    estimate = concurrence_matrix(wide, method)
+    values = wide.to_numpy(dtype=float)
+    replicates = weighted_concurrence(values, resample_weights(len(wide), settings.n_resamples, np.random.default_rng(settings.seed)), method)
+    point = estimate.values.to_numpy()
+    if settings.interval is Interval.bca:
+        jackknife = weighted_concurrence(values, jackknife_weights(len(wide)), method)
+        lower, upper = bca_interval(replicates, point, jackknife, settings.confidence)
+    else:
+        lower, upper = percentile_interval(replicates, settings.confidence)
+    labels = estimate.values.index
+    frame = lambda array: pd.DataFrame(array, index=labels, columns=labels)  # noqa: E731
+    return MatrixWithCI(estimate, frame(lower), frame(upper), frame(np.isnan(replicates).sum(axis=0)), settings)
+
+
+def percentile_interval(replicates: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """Quantiles (1-c)/2 and (1+c)/2 of the defined replicates along axis 0."""
+    tail = (1.0 - confidence) / 2.0
+    levels = np.broadcast_to(np.array([tail, 1.0 - tail]).reshape((2,) + (1,) * (replicates.ndim - 1)), (2, *replicates.shape[1:]))
+    bounds = _quantiles(replicates, levels)
+    return bounds[0], bounds[1]
+
+
+def bca_interval(replicates: np.ndarray, estimate: np.ndarray, jackknife: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """Bias-corrected and accelerated interval (Efron 1987), cell by cell.
+
+    Bias z0 from the share of replicates below the estimate (ties count half), acceleration
+    from the skewness of the jackknife values.
+    """
+    defined = ~np.isnan(replicates)
+    n_defined = defined.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        below = ((replicates < estimate) & defined).sum(axis=0) + 0.5 * ((replicates == estimate) & defined).sum(axis=0)
+        z0 = ndtri(below / n_defined)
+        deviations = np.nanmean(jackknife, axis=0) - jackknife
+        acceleration = np.nansum(deviations**3, axis=0) / (6.0 * np.nansum(deviations**2, axis=0) ** 1.5)
+    acceleration = np.where(np.isfinite(acceleration), acceleration, 0.0)  # no jackknife spread: no acceleration
+    tail = (1.0 - confidence) / 2.0
+    levels = []
+    for z_alpha in (ndtri(tail), ndtri(1.0 - tail)):
+        shifted = z0 + z_alpha
+        levels.append(ndtr(z0 + shifted / (1.0 - acceleration * shifted)))
+    bounds = _quantiles(replicates, np.stack(levels))
+    unusable = ~np.isfinite(z0) | np.isnan(estimate)
+    return np.where(unusable, np.nan, bounds[0]), np.where(unusable, np.nan, bounds[1])
+
+
+def compare_with_reference(
+    wide: pd.DataFrame,
+    reference: str,
+    first: str,
+    second: str,
+    method: Method | str,
+    settings: BootstrapSettings = BootstrapSettings(),
+) -> Comparison:
+    """Paired bootstrap test of CORR(first, reference) - CORR(second, reference).
+
+    Both correlations are computed on the approaches that have all three values and on the
+    same resamples, so their dependence (they share the reference) is kept. The two-sided
+    p-value is twice the smaller share of replicate differences on either side of 0.
+    """
+    method = Method(method)
+    columns = [reference, first, second]
+    complete = wide[columns].dropna()
+    values = complete.to_numpy(dtype=float)
+    estimate = weighted_concurrence(values, np.ones((1, len(complete))), method)[0]
+    replicates = weighted_concurrence(values, resample_weights(len(complete), settings.n_resamples, np.random.default_rng(settings.seed)), method)
+    differences = replicates[:, 0, 1] - replicates[:, 0, 2]
+    differences = differences[~np.isnan(differences)]
+    difference = float(estimate[0, 1] - estimate[0, 2])
+    if differences.size:
+        lower, upper = percentile_interval(differences, settings.confidence)
+        p_value = float(min(1.0, 2.0 * min(np.mean(differences <= 0), np.mean(differences >= 0))))
+    else:
+        lower = upper = np.nan
+        p_value = float("nan")
+    return Comparison(reference, first, second, method, len(complete), float(estimate[0, 1]), float(estimate[0, 2]),
+                      difference, float(lower), float(upper), p_value, settings)
+
+
+def approach_count_curve(
+    wide: pd.DataFrame,
+    reference: str,
+    others: list[str],
+    method: Method | str,
+    sizes: list[int],
+    *,
+    draws: int,
+    seed: int,
+    confidence: float = 0.95,
+) -> pd.DataFrame:
+    """How many approaches are enough: concurrence with `reference` on random subsets.
+
+    For each subset size k, `draws` subsets of k approaches (without replacement) are drawn
+    from those with a value on the reference; each row gives the mean and central interval
+    of the concurrence, and how far it strays from the value on all approaches.
+    """
+    method = Method(method)
+    rng = np.random.default_rng(seed)
+    columns = [reference, *others]
+    table = wide.loc[wide[reference].notna(), columns]
+    values = table.to_numpy(dtype=float)
+    full = weighted_concurrence(values, np.ones((1, len(table))), method)[0, 0, 1:]
+    tail = (1.0 - confidence) / 2.0
+    rows = []
+    for size in sizes:
+        if size > len(table):
+            continue
+        order = np.argsort(rng.random((draws, len(table))), axis=1)
+        subsets = (order < size).astype(float)
+        estimates = weighted_concurrence(values, subsets, method)[:, 0, 1:]
+        for column, other in enumerate(others):
+            defined = estimates[:, column][~np.isnan(estimates[:, column])]
+            if defined.size:
+                low, high = np.quantile(defined, [tail, 1.0 - tail])
+                mean, error = float(defined.mean()), float(np.mean(np.abs(defined - full[column])))
+            else:
+                low = high = mean = error = float("nan")
+            rows.append({"approaches": size, "benchmark": other, "mean": mean, "lower": float(low), "upper": float(high),
+                         "mean_abs_error": error, "full": float(full[column]), "undefined": int(draws - defined.size)})
+    return pd.DataFrame(rows)
+
+
+def _quantiles(replicates: np.ndarray, levels: np.ndarray) -> np.ndarray:
+    """Per-cell quantiles of the defined replicates (linear interpolation, as numpy's default).
+
+    `levels` has shape (Q, *cell_shape): each cell can ask for its own levels, which BCa needs.
+    """
+    ordered = np.sort(replicates, axis=0)  # NaN sorts last
+    n_defined = (~np.isnan(replicates)).sum(axis=0)
+    position = levels * (n_defined - 1)
+    below = np.clip(np.floor(position).astype(int), 0, max(replicates.shape[0] - 1, 0))
+    above = np.clip(below + 1, 0, np.maximum(n_defined - 1, 0))
+    fraction = position - below
+    low = np.take_along_axis(ordered, below, axis=0)
+    high = np.take_along_axis(ordered, above, axis=0)
+    result = low + fraction * (high - low)
+    return np.where(n_defined > 0, result, np.nan)

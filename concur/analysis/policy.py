@@ -1,0 +1,81 @@
+"""Reduce runs to one number per (approach, benchmark) by a named policy.
+
+Seeds of one hyperparameter setting are averaged first; the policy then chooses among
+settings (DESIGN.md, "Analysis"):
+
+- `default`: the approach's published SQuAD setting (`hparam_id` 0);
+- `best`: the setting with the highest mean EM (its F1 comes along);
+- `mean`: the mean over settings, with the spread kept (`em_sd`, `em_min`, `em_max`).
+
+Values that arrive already reduced (no `hparam_id`: published tables, leaderboards) count
+as a single setting under every policy. A cell that has runs but none the policy can use
+(e.g. `default` when only random samples finished) is reported in `excluded`, never
+dropped silently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+import pandas as pd
+
+from concur.analysis.tidy import LABEL_COLUMNS
+from concur.runner.jobs import DEFAULT_HPARAM_ID
+
+CELL = ["approach", "benchmark"]
+REDUCED_SETTING = -1  # stands for "no hparam_id" while grouping; never leaves this module
+
+
+class Policy(StrEnum):
+    default = "default"
+    best = "best"
+    mean = "mean"
+
+
+@dataclass(frozen=True)
+class Cells:
+    """One row per (approach, benchmark): em, f1, the spread over settings and the run counts."""
+
+    table: pd.DataFrame
+    excluded: pd.DataFrame  # approach, benchmark, reason
+    policy: Policy
+
+    def wide(self, value: str = "em") -> pd.DataFrame:
+        """Approaches x benchmarks; NaN where a cell has no value."""
+        if self.table.empty:
+            return pd.DataFrame(dtype=float)
+        wide = self.table.pivot(index="approach", columns="benchmark", values=value)
+        wide.columns.name = None
+        wide.index.name = None
+        return wide.astype(float)
+
+
+def reduce_runs(frame: pd.DataFrame, policy: Policy | str) -> Cells:
+    """Apply `policy` to a tidy table."""
+    policy = Policy(policy)
+    runs = frame.assign(setting=frame["hparam_id"].fillna(REDUCED_SETTING).astype(int))
+    settings = runs.groupby([*CELL, "setting"], sort=True).agg(em=("em", "mean"), f1=("f1", "mean"), runs=("em", "size")).reset_index()
+    spread = settings.groupby(CELL).agg(
+        em_sd=("em", lambda values: float(np.std(values, ddof=1)) if len(values) > 1 else np.nan),
+        em_min=("em", "min"),
+        em_max=("em", "max"),
+        settings=("setting", "size"),
+        runs=("runs", "sum"),
+    )
+    if policy is Policy.default:
+        usable = settings[settings["setting"].isin([DEFAULT_HPARAM_ID, REDUCED_SETTING])]
+        chosen = usable.sort_values([*CELL, "setting"], ascending=[True, True, False]).drop_duplicates(CELL)
+    elif policy is Policy.best:
+        chosen = settings.sort_values([*CELL, "em", "setting"], ascending=[True, True, False, True]).drop_duplicates(CELL)
+    else:
+        chosen = settings.groupby(CELL, as_index=False).agg(em=("em", "mean"), f1=("f1", "mean"))
+    table = chosen[[*CELL, "em", "f1"]].merge(spread.reset_index(), on=CELL, how="left")
+    labels = [column for column in LABEL_COLUMNS if column in frame.columns]
+    if labels:
+        table = table.merge(frame[[*CELL, *labels]].drop_duplicates(CELL), on=CELL, how="left")
+    excluded = spread.index.difference(pd.MultiIndex.from_frame(table[CELL]))
+    reason = f"no run with the default hyperparameters (hparam_id {DEFAULT_HPARAM_ID})"
+    excluded_frame = pd.DataFrame([(approach, bench, reason) for approach, bench in excluded], columns=[*CELL, "reason"])
+    return Cells(table.reset_index(drop=True), excluded_frame, policy)

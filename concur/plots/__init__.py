@@ -1,0 +1,1 @@
+"""Publication figures drawn from analysis results (matplotlib + seaborn, no math here)."""

@@ -1,0 +1,153 @@
+"""The "perfect or chance" view of the bAbI tasks: most approaches either solve a task or fail it.
+
+On such tasks EM is nearly binary, so a correlation over approaches says little; the
+heatmap shows every score, and the marginal bars count how many approaches reach
+`perfect` or stay at `chance` per task. Both thresholds come from the caller (the study's
+spec), never from this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from concur.analysis.ordering import family_order
+from concur.plots.heatmap import MISSING_TEXT, annotated_heatmap, text_color_on
+from concur.plots.style import FAMILY_ORDER, NO_FAMILY_LABEL, SEQUENTIAL_CMAP, display_name, figure_style
+
+COUNT_COLUMNS = ("task", "perfect", "chance", "between", "n")
+EM_LIMITS = (0.0, 100.0)
+CELL_INCHES = (0.62, 0.27)  # width of a task column, height of an approach row
+MARGINAL_INCHES = 1.2
+COLORBAR_INCHES = 0.25
+LABEL_ROOM_INCHES = (3.2, 2.4)  # approach names and family labels (width); task names, legend and title (height)
+ANNOTATION_FONT_SIZE = 7
+MARGINAL_FONT_SIZE = 7
+MIN_COUNT_TO_PRINT = 2  # a bar segment this tall (in approaches) has room for its number
+BAR_WIDTH = 0.8
+BETWEEN_COLOR = "0.85"
+FAMILY_RULE_WIDTH = 2.5  # white gap between the families' rows
+FAMILY_LABEL_PAD = 0.02  # axes fraction between the heatmap's right edge and the family names
+
+
+def perfect_or_chance_counts(wide: pd.DataFrame, benches: Sequence[str], perfect: float, chance: float) -> pd.DataFrame:
+    """Per task: approaches with EM >= `perfect`, <= `chance`, in between, and with any EM (`n`)."""
+    _check(wide, benches, perfect, chance)
+    rows = []
+    for task in benches:
+        scores = wide[task].dropna()
+        at_perfect, at_chance = int((scores >= perfect).sum()), int((scores <= chance).sum())
+        rows.append((task, at_perfect, at_chance, len(scores) - at_perfect - at_chance, len(scores)))
+    return pd.DataFrame(rows, columns=list(COUNT_COLUMNS))
+
+
+def perfect_or_chance(
+    wide: pd.DataFrame,
+    benches: Sequence[str],
+    *,
+    families: Mapping[str, str],
+    names: Mapping[str, str] | None = None,
+    perfect: float,
+    chance: float,
+    title: str | None = None,
+) -> Figure:
+    """Approaches (rows, by family then mean EM) x tasks, with the perfect/chance counts above each task."""
+    counts = perfect_or_chance_counts(wide, benches, perfect, chance)
+    table = wide[list(benches)].dropna(how="all")
+    order = family_order(table.index, families, FAMILY_ORDER, scores=table.mean(axis=1).to_dict())
+    table = table.loc[order]
+    rows, columns = table.shape
+    cmap = mpl.colormaps[SEQUENTIAL_CMAP]
+    heat_width, heat_height = CELL_INCHES[0] * max(columns, 1), CELL_INCHES[1] * max(rows, 1)
+    figsize = (heat_width + COLORBAR_INCHES + LABEL_ROOM_INCHES[0], heat_height + MARGINAL_INCHES + LABEL_ROOM_INCHES[1])
+    with figure_style():
+        fig = plt.figure(figsize=figsize, layout="constrained")
+        grid = fig.add_gridspec(2, 2, height_ratios=(MARGINAL_INCHES, heat_height), width_ratios=(heat_width, COLORBAR_INCHES))
+        marginal = fig.add_subplot(grid[0, 0])
+        ax = fig.add_subplot(grid[1, 0], sharex=marginal)
+        annotated_heatmap(
+            ax,
+            table,
+            np.vectorize(_format_em, otypes=[object])(table.to_numpy(dtype=float)),
+            cmap=SEQUENTIAL_CMAP,
+            limits=EM_LIMITS,
+            fontsize=ANNOTATION_FONT_SIZE,
+            xticklabels=[display_name(task, names) for task in benches],
+            yticklabels=[display_name(item, names) for item in order],
+            colorbar_label="EM (%)",
+            square=False,
+            colorbar_ax=fig.add_subplot(grid[1, 1]),
+        )
+        _mark_families(ax, [families.get(item, "") for item in order])
+        _draw_marginal(marginal, counts, perfect, chance, cmap)
+        if title:
+            fig.suptitle(title)
+    return fig
+
+
+def _check(wide: pd.DataFrame, benches: Sequence[str], perfect: float, chance: float) -> None:
+    if not chance < perfect:
+        raise ValueError(f"the chance threshold ({chance}) must be below the perfect threshold ({perfect})")
+    missing = [task for task in benches if task not in wide.columns]
+    if missing:
+        raise ValueError(f"no EM column for {', '.join(missing)}")
+
+
+def _format_em(value: float) -> str:
+    return MISSING_TEXT if np.isnan(value) else f"{value:.1f}"
+
+
+def _mark_families(ax, row_families: list[str]) -> None:
+    """A white rule between families' rows and each family's name beside its block."""
+    start = 0
+    for end in [*(index for index in range(1, len(row_families)) if row_families[index] != row_families[index - 1]), len(row_families)]:
+        if end < len(row_families):
+            ax.axhline(end, color="white", linewidth=FAMILY_RULE_WIDTH)
+        ax.text(
+            1 + FAMILY_LABEL_PAD,
+            (start + end) / 2,
+            row_families[start] or NO_FAMILY_LABEL,
+            transform=ax.get_yaxis_transform(),
+            rotation=270,
+            ha="left",
+            va="center",
+        )
+        start = end
+
+
+def _draw_marginal(ax, counts: pd.DataFrame, perfect: float, chance: float, cmap) -> None:
+    """Stacked bars per task: at chance (bottom), in between, perfect (top), in the heatmap's colours."""
+    centres = np.arange(len(counts)) + 0.5
+    bottom = np.zeros(len(counts))
+    segments = (
+        ("chance", f"≤ {chance:g} EM (chance)", cmap(0.0)),
+        ("between", "in between", BETWEEN_COLOR),
+        ("perfect", f"≥ {perfect:g} EM (perfect)", cmap(1.0)),
+    )
+    for column, label, color in segments:
+        heights = counts[column].to_numpy(dtype=float)
+        ax.bar(centres, heights, bottom=bottom, width=BAR_WIDTH, color=color, edgecolor="white", linewidth=0.5, label=label)
+        for centre, base, height in zip(centres, bottom, heights):
+            if height >= MIN_COUNT_TO_PRINT:
+                ax.text(
+                    centre,
+                    base + height / 2,
+                    f"{height:.0f}",
+                    ha="center",
+                    va="center",
+                    fontsize=MARGINAL_FONT_SIZE,
+                    color=text_color_on(color),
+                )
+        bottom += heights
+    ax.set_ylabel("approaches")
+    ax.set_ylim(0, max(1.0, bottom.max()))
+    ax.tick_params(labelbottom=False, length=0)
+    ax.grid(axis="x", visible=False)
+    handles = [Patch(facecolor=color, label=label) for _, label, color in segments[::-1]]
+    ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 1.02), ncol=len(handles), frameon=False, borderaxespad=0.0)
