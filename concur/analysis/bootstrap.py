@@ -119,12 +119,13 @@ def bca_interval(replicates: np.ndarray, estimate: np.ndarray, jackknife: np.nda
         acceleration = np.nansum(deviations**3, axis=0) / (6.0 * np.nansum(deviations**2, axis=0) ** 1.5)
     acceleration = np.where(np.isfinite(acceleration), acceleration, 0.0)  # no jackknife spread: no acceleration
     tail = (1.0 - confidence) / 2.0
+    unusable = ~np.isfinite(z0) | np.isnan(estimate)  # every replicate on one side of the estimate, or no estimate
+    z0 = np.where(unusable, 0.0, z0)
     levels = []
     for z_alpha in (ndtri(tail), ndtri(1.0 - tail)):
         shifted = z0 + z_alpha
         levels.append(ndtr(z0 + shifted / (1.0 - acceleration * shifted)))
     bounds = _quantiles(replicates, np.stack(levels))
-    unusable = ~np.isfinite(z0) | np.isnan(estimate)
     return np.where(unusable, np.nan, bounds[0]), np.where(unusable, np.nan, bounds[1])
 
 

@@ -63,6 +63,7 @@ MRQA_SPLIT_NAMES = {"indomain": "in-domain dev", "dev": "out-of-domain dev", "te
 MRQA_SCORE_KEY = re.compile(r"^(?P<dataset>.+)_(?P<metric>em|f1)$")
 
 SHIFT_SETS = ("new-wiki", "nyt", "reddit", "amazon")
+SHIFT_NAMES = {"new-wiki": "New Wikipedia", "nyt": "New York Times", "reddit": "Reddit", "amazon": "Amazon Reviews"}  # as in the paper
 SQUAD_TEST = "squad-test"
 SQUAD_TEST_NAME = "SQuAD v1.1 (hidden test)"
 DATE_TOLERANCE = timedelta(days=1)  # a name's date is local time, `created` is UTC
@@ -92,6 +93,8 @@ class ImportedResults:
 
 @dataclass(frozen=True)
 class LeaderboardFile:
+    """One declared upstream file and the work to cite for it."""
+
     source: SourceFile
     citation: str
 
@@ -183,7 +186,7 @@ def mrqa_results(payload: Any, split: str, *, origin: str = "MRQA leaderboard") 
         if not scored:
             unscored.append(name)
         for dataset, (em, f1) in scored.items():
-            rows.append({"approach": approach, "benchmark": f"mrqa19-{split}-{slug(dataset)}", "em": em, "f1": f1, "approach_name": name, "benchmark_name": dataset})
+            rows.append((approach, f"mrqa19-{split}-{slug(dataset)}", em, f1, name, dataset))
     note = (
         f"MRQA 2019 {MRQA_SPLIT_NAMES[split]}: {len(entries) - len(unscored)} of {len(entries)} systems scored on "
         f"{len(datasets)} datasets ({', '.join(datasets)})"
@@ -205,22 +208,15 @@ def squadshifts_results(
         if institution:
             institutions.setdefault(name, institution)
     matches = match_squad([(name, institutions.get(name, "")) for name in names], squad_entries(squad_payload, origin=squad_origin))
-    rows = [
-        {"approach": ids[name], "benchmark": f"squadshifts-{shift}", "em": em, "f1": f1, "approach_name": name, "benchmark_name": f"SQuADShifts {shift}"}
-        for shift, name, _, em, f1 in models
-    ]
-    rows += [
-        {"approach": ids[m.model], "benchmark": SQUAD_TEST, "em": m.entry.em, "f1": m.entry.f1, "approach_name": m.model, "benchmark_name": SQUAD_TEST_NAME}
-        for m in matches
-        if m.entry is not None
-    ]
+    rows = [(ids[name], f"squadshifts-{shift}", em, f1, name, f"SQuADShifts {SHIFT_NAMES[shift]}") for shift, name, _, em, f1 in models]
+    rows += [(ids[m.model], SQUAD_TEST, m.entry.em, m.entry.f1, m.model, SQUAD_TEST_NAME) for m in matches if m.entry is not None]
     return ImportedResults(_tidy(rows, shifts_origin), _squadshifts_notes(models, matches))
 
 
 def squadshifts_humans(shifts_payload: Any, *, origin: str = "SQuADShifts leaderboard") -> pd.DataFrame:
     """The human annotators' scores (columns benchmark, name, em, f1): a reference, not a system."""
-    humans = _shift_scores(shifts_payload, "humans", origin)
-    return pd.DataFrame([(f"squadshifts-{shift}", name, em, f1) for shift, name, _, em, f1 in humans], columns=["benchmark", "name", "em", "f1"])
+    rows = [(f"squadshifts-{shift}", name, em, f1) for shift, name, _, em, f1 in _shift_scores(shifts_payload, "humans", origin)]
+    return pd.DataFrame(rows, columns=["benchmark", "name", "em", "f1"])
 
 
 def squad_entries(payload: Any, *, origin: str = "SQuAD v1.1 leaderboard") -> list[SquadEntry]:
@@ -237,7 +233,8 @@ def squad_entries(payload: Any, *, origin: str = "SQuAD v1.1 leaderboard") -> li
         scores = _get(entry, "scores", origin, where)
         em = _number(_get(scores, "exact_match", origin, where), origin, f"{where}, exact_match")
         f1 = _number(_get(scores, "f1", origin, where), origin, f"{where}, f1")
-        entries.append(SquadEntry(description, parse_system_name(description, trailing_institution=True), em, f1, _timestamp(submission.get("created"), origin, where)))
+        name = parse_system_name(description, trailing_institution=True)
+        entries.append(SquadEntry(description, name, em, f1, _timestamp(submission.get("created"), origin, where)))
     return entries
 
 
@@ -251,7 +248,9 @@ def parse_system_name(text: str, *, trailing_institution: bool = False) -> Syste
     for group in _GROUP.finditer(text):
         kind, _, qualifier = group.group(1).partition(",")
         if kind.strip() in _KINDS:
-            return SystemName(_fold(text[: group.start()]), _KINDS[kind.strip()], _fold(qualifier) or None, _fold(text[group.end() :]) or None)
+            return SystemName(
+                _fold(text[: group.start()]), _KINDS[kind.strip()], _fold(qualifier) or None, _fold(text[group.end() :]) or None
+            )
     trailing = _TRAILING_GROUP.search(text) if trailing_institution else None
     if trailing:
         return SystemName(_fold(text[: trailing.start()]), None, None, _fold(trailing.group(1)) or None)
@@ -348,8 +347,10 @@ def _shift_scores(payload: Any, group: str, origin: str) -> list[tuple[str, str,
             name = _display_name(_get(item, "name", origin, where), origin, where)
             where = f"{where} ({name!r})"
             institution = item.get("institution") or ""
-            scores = [_number(_get(item, f"{shift}_{metric}", origin, where), origin, f"{where}, {shift}_{metric}", required=True) for metric in ("em", "f1")]
-            rows.append((shift, name, institution.strip() if isinstance(institution, str) else "", *scores))
+            em, f1 = (
+                _number(_get(item, key, origin, where), origin, f"{where}, {key}", required=True) for key in (f"{shift}_em", f"{shift}_f1")
+            )
+            rows.append((shift, name, institution.strip() if isinstance(institution, str) else "", em, f1))
     return rows
 
 
@@ -380,7 +381,8 @@ def _read(key: str, locator: SourceLocator) -> tuple[Any, str, str]:
     return payload, str(located.path), f"{key}: {located.path} ({located.origin}, {checked}); cite: {spec.citation}"
 
 
-def _tidy(rows: list[dict[str, Any]], origin: str) -> pd.DataFrame:
+def _tidy(rows: list[tuple[Any, ...]], origin: str) -> pd.DataFrame:
+    """Rows in `ROW_COLUMNS` order, with the families, checked by `tidy_frame`."""
     frame = pd.DataFrame(rows, columns=list(ROW_COLUMNS))
     return tidy_frame(frame.assign(approach_family=APPROACH_FAMILY, benchmark_family=BENCHMARK_FAMILY), origin)
 

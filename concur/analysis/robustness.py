@@ -91,7 +91,8 @@ def fit_effective_robustness(
     x_values, y_values = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if x_values.ndim != 1 or x_values.shape != y_values.shape:
         raise ConcurError(f"x and y must be two equally long lists of scores, got shapes {x_values.shape} and {y_values.shape}")
-    if not (np.isfinite(x_values).all() and np.isfinite(y_values).all()) or ((x_values < 0) | (x_values > 100) | (y_values < 0) | (y_values > 100)).any():
+    scores = np.concatenate([x_values, y_values])
+    if not np.isfinite(scores).all() or ((scores < 0) | (scores > 100)).any():
         raise ConcurError("scores must be percentages from 0 to 100 (no missing values)")
     if len(x_values) < MIN_MODELS or np.ptp(to_axis(x_values, scaling)) == 0:
         raise ConcurError(f"a robustness line needs at least {MIN_MODELS} models with different original-set scores, got {len(x_values)}")

@@ -28,6 +28,8 @@ POINT_SIZE = 22
 ANNOTATED = 5  # models named on the plot: the largest |effective robustness|
 PADDING = 0.04  # share of the data range left free around it
 TICK_BINS = 6
+LABEL_FONTSIZE = 7
+LEGEND_FONTSIZE = 8  # smaller than the style default: four entries share the plot with the points
 
 
 def robustness_figure(
@@ -50,12 +52,14 @@ def robustness_figure(
         fig, ax = plt.subplots(figsize=FIGSIZE)
         grid = to_axis(fit.grid, scale)
         band = f"{fit.confidence:.0%} bootstrap band ({fit.n_resamples} resamples)"
-        ax.fill_between(grid, to_axis(fit.lower, scale), to_axis(fit.upper, scale), color=FIT_COLOR, alpha=BAND_ALPHA, linewidth=0, label=band)
+        ax.fill_between(
+            grid, to_axis(fit.lower, scale), to_axis(fit.upper, scale), color=FIT_COLOR, alpha=BAND_ALPHA, linewidth=0, label=band
+        )
         ax.plot(grid, to_axis(fit.line, scale), color=FIT_COLOR, label=f"fit: slope {fit.slope:.2f}, $R^2$ = {fit.r2:.2f}")
         tx, ty = to_axis(x_values, scale), to_axis(y_values, scale)
-        ax.scatter(tx, ty, s=POINT_SIZE, color=POINT_COLOR, edgecolors="white", linewidths=0.4, zorder=3, label=f"models (n = {len(x_values)})")
-        for index in _most_robust(x_values, y_values, fit, annotate):
-            ax.annotate(labels[index], (tx[index], ty[index]), xytext=(4, 3), textcoords="offset points", fontsize=7)
+        ax.scatter(
+            tx, ty, s=POINT_SIZE, color=POINT_COLOR, edgecolors="white", linewidths=0.4, zorder=3, label=f"models (n = {len(x_values)})"
+        )
         x_range = _percent_range(x_values, fit.grid)
         y_range = _percent_range(y_values, fit.lower, fit.upper)
         diagonal = to_axis([min(x_range[0], y_range[0]), max(x_range[1], y_range[1])], scale)
@@ -63,12 +67,23 @@ def robustness_figure(
         for axis, limits, set_limits in ((ax.xaxis, x_range, ax.set_xlim), (ax.yaxis, y_range, ax.set_ylim)):
             set_limits(*_padded(to_axis(limits, scale)))
             _percent_ticks(axis, limits, scale)
+        middle = float(np.mean(ax.get_xlim()))
+        for index in _most_robust(x_values, y_values, fit, annotate):
+            left = tx[index] > middle  # label towards the centre, so it stays inside the axes
+            ax.annotate(
+                labels[index],
+                (tx[index], ty[index]),
+                xytext=(-4 if left else 4, 3),
+                textcoords="offset points",
+                ha="right" if left else "left",
+                fontsize=LABEL_FONTSIZE,
+            )
         suffix = "" if scale == "linear" else f" ({scale} scale)"
         ax.set_xlabel(f"{x_label}{suffix}")
         ax.set_ylabel(f"{y_label}{suffix}")
         if title:
             ax.set_title(title)
-        ax.legend(loc="lower right", frameon=True)
+        ax.legend(loc="best", frameon=True, fontsize=LEGEND_FONTSIZE)
     return fig
 
 

@@ -25,7 +25,7 @@ from concur.analysis.ordering import family_order
 from concur.plots.style import FAMILY_ORDER, color_of, display_name, family_legend_handles, figure_style, stable_family_colors
 
 PAIR_FIGURE_INCHES = (5.6, 5.2)
-PANEL_INCHES = (3.9, 3.6)  # one small multiple of `scatter_grid`
+PANEL_INCHES = (4.3, 4.2)  # one small multiple of `scatter_grid`
 MARKER_AREA = 36.0  # points^2, matplotlib's `s`
 MARKER_EDGE_WIDTH = 0.6
 AXES_MARGIN = 0.1  # room inside the axes for the names of the outermost points
@@ -34,9 +34,14 @@ POINT_LABEL_FONT_SIZE = 7
 POINT_LABEL_COLOR = "0.15"
 LEADER_COLOR = "0.55"
 LEADER_WIDTH = 0.5
-LABEL_GAPS_POINTS = (1.5, 7.0, 13.0)  # distances from the marker's edge tried for a name, nearest first; beyond the first, a leader line
+# distances from a marker's edge tried for its name, nearest first; beyond the first, a leader line joins them
+LABEL_GAPS_POINTS = (1.5, 7.0, 14.0, 24.0, 36.0, 52.0)
 LABEL_DIRECTIONS = ((1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (-1, 1), (1, -1), (-1, -1))  # right first, then left, above, below, diagonals
-OUTSIDE_PENALTY = 4.0  # a name's area outside the axes costs this much more than area covering a point or another name
+LABEL_PAD_POINTS = 1.0  # clearance kept around a name, so neighbouring names never touch
+OUTSIDE_PENALTY = 4.0  # a name's area outside the axes costs this much more than area covering another name
+MARKER_PENALTY = 3.0  # covering a point hides data: worse than touching another name
+LEADER_CROSSING_POINTS = 8.0  # a leader line through a name or point costs like a strip this wide of overlap
+PLACEMENT_PASSES = 3  # the first places names greedily, the others revise each against all the rest
 CROWDING_RADIUS_POINTS = 30.0  # points with more neighbours this close place their names first
 STATS_FONT_SIZE = 8
 STATS_PAD_POINTS = 4.0  # the box's frame around its text, kept clear of names
@@ -45,7 +50,7 @@ STATS_CORNERS = ((0.03, 0.97, "left", "top"), (0.97, 0.03, "right", "bottom"), (
 EMPTY_TEXT = "no approach has both scores"
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Panel:
     """One drawn scatter whose names still await placement (they need the final layout)."""
 
@@ -171,30 +176,80 @@ def _place_labels(panels: Sequence[_Panel]) -> None:
 
 
 def _label_panel(panel: _Panel, renderer: RendererBase) -> None:
+    """Measure every name once, lay out its candidate boxes in pixels, choose, then draw the chosen ones."""
     ax = panel.ax
     pixels_per_point = ax.figure.dpi / 72.0
     radius_points = math.sqrt(MARKER_AREA) / 2.0
-    radius = radius_points * pixels_per_point
-    points = ax.transData.transform(panel.xy) if len(panel.xy) else np.empty((0, 2))
-    occupied = [Bbox.from_extents(px - radius, py - radius, px + radius, py + radius) for px, py in points]
+    points = ax.transData.transform(panel.xy).reshape(-1, 2)
+    markers = np.hstack([points - radius_points * pixels_per_point, points + radius_points * pixels_per_point])
+    obstacles = np.empty((0, 4))
     if panel.stats is not None:
-        occupied.append(_place_stats(panel.stats, points, renderer, pixels_per_point))
-    frame = ax.get_window_extent(renderer)
-    for index in _crowded_first(points, CROWDING_RADIUS_POINTS * pixels_per_point):
-        probe = _name(ax, panel, index, (0.0, 0.0), (1, 0))
-        best = None
-        for gap_index, gap in enumerate(LABEL_GAPS_POINTS):
-            for direction in LABEL_DIRECTIONS:
-                offset = (direction[0] * (radius_points + gap), direction[1] * (radius_points + gap))
-                _aim(probe, offset, direction)
-                box = probe.get_window_extent(renderer)
-                cost = sum(_overlap(box, other) for other in occupied) + OUTSIDE_PENALTY * (_area(box) - _overlap(box, frame))
-                if best is None or cost < best[0]:
-                    best = (cost, gap_index, offset, direction, box)
-        probe.remove()
-        _, gap_index, offset, direction, box = best
-        _name(ax, panel, index, offset, direction, leader=gap_index > 0, shrink=radius_points)
-        occupied.append(box)
+        obstacles = np.array([_place_stats(panel.stats, points, renderer, pixels_per_point).extents])
+    gaps = np.repeat(LABEL_GAPS_POINTS, len(LABEL_DIRECTIONS))
+    directions = np.tile(np.array(LABEL_DIRECTIONS, dtype=float), (len(LABEL_GAPS_POINTS), 1))
+    offsets = directions * (radius_points + gaps)[:, None]
+    with_leader = gaps > LABEL_GAPS_POINTS[0]
+    sizes = np.array([_text_size(ax, panel, index, renderer) for index in range(len(points))]).reshape(-1, 2)
+    anchors = points[:, None, :] + offsets[None] * pixels_per_point
+    lower = anchors - sizes[:, None, :] * (1.0 - directions[None]) / 2.0  # the alignment `_aim` gives the text
+    pad = LABEL_PAD_POINTS * pixels_per_point
+    boxes = np.concatenate([lower - pad, lower + sizes[:, None, :] + pad], axis=2)
+    leader_ends = np.where(with_leader[None, :, None], anchors, points[:, None, :])  # no leader: a segment of length 0
+    frame = np.array([ax.get_window_extent(renderer).extents])
+    order = _crowded_first(points, CROWDING_RADIUS_POINTS * pixels_per_point)
+    chosen = _choose(points, boxes, leader_ends, markers, frame, obstacles, order, LEADER_CROSSING_POINTS * pixels_per_point)
+    for index, spot in enumerate(chosen):
+        direction = (int(directions[spot, 0]), int(directions[spot, 1]))
+        _name(ax, panel, index, tuple(offsets[spot]), direction, leader=bool(with_leader[spot]), shrink=radius_points)
+
+
+def _choose(
+    points: np.ndarray,
+    boxes: np.ndarray,
+    leader_ends: np.ndarray,
+    markers: np.ndarray,
+    frame: np.ndarray,
+    obstacles: np.ndarray,
+    order: list[int],
+    crossing: float,
+) -> np.ndarray:
+    """The chosen candidate per name: greedy in `order`, then passes that re-place each name against all the others.
+
+    Costs are areas in pixels^2: a name over another name, a point (`MARKER_PENALTY`), the
+    stats box, or outside the axes (`OUTSIDE_PENALTY`), and leader lines through names or
+    points (`crossing` pixels wide). The cheapest candidate wins, the nearest on ties, so
+    a name moves away from its point only when that avoids covering something.
+    """
+    count, candidates = boxes.shape[:2]
+    flat = boxes.reshape(-1, 4)
+    area = (flat[:, 2] - flat[:, 0]) * (flat[:, 3] - flat[:, 1])
+    fixed = OUTSIDE_PENALTY * (area - _overlaps(flat, frame)[:, 0]) + _overlaps(flat, obstacles).sum(axis=1)
+    fixed += MARKER_PENALTY * _overlaps(flat, markers).sum(axis=1)
+    through_points = _inside_lengths(np.repeat(points, candidates, axis=0), leader_ends.reshape(-1, 2), markers).reshape(
+        count, candidates, count
+    )
+    through_points[np.arange(count), :, np.arange(count)] = 0.0  # a leader starts inside its own point
+    fixed = fixed.reshape(count, candidates) + crossing * through_points.sum(axis=2)
+    chosen = np.full(count, -1)
+    for _ in range(PLACEMENT_PASSES):
+        for index in order:
+            others = np.flatnonzero((chosen >= 0) & (np.arange(count) != index))
+            other_boxes = boxes[others, chosen[others]]
+            cost = fixed[index] + _overlaps(boxes[index], other_boxes).sum(axis=1)
+            cost += crossing * _inside_lengths(points[others], leader_ends[others, chosen[others]], boxes[index]).sum(axis=0)
+            cost += crossing * _inside_lengths(
+                np.repeat(points[index : index + 1], candidates, axis=0), leader_ends[index], other_boxes
+            ).sum(axis=1)
+            chosen[index] = int(np.argmin(cost))
+    return chosen
+
+
+def _text_size(ax: Axes, panel: _Panel, index: int, renderer: RendererBase) -> tuple[float, float]:
+    """Width and height in pixels of one name as it will be drawn."""
+    probe = _name(ax, panel, index, (0.0, 0.0), (1, 1))
+    extent = probe.get_window_extent(renderer)
+    probe.remove()
+    return extent.width, extent.height
 
 
 def _name(
@@ -207,7 +262,7 @@ def _name(
     leader: bool = False,
     shrink: float = 0.0,
 ) -> Annotation:
-    """The approach's name at `offset` points from its point, on the side `direction` points to."""
+    """The approach's name at `offset` points from its point, growing away from it along `direction`."""
     # a leader line leaves the name from its edge facing the point, not through its middle
     relpos = ((1 - direction[0]) / 2, (1 - direction[1]) / 2)
     arrow = {"arrowstyle": "-", "color": LEADER_COLOR, "lw": LEADER_WIDTH, "shrinkA": 0.0, "shrinkB": shrink, "relpos": relpos}
@@ -216,22 +271,16 @@ def _name(
         xy=tuple(panel.xy[index]),
         xytext=offset,
         textcoords="offset points",
+        ha={1: "left", 0: "center", -1: "right"}[direction[0]],
+        va={1: "bottom", 0: "center", -1: "top"}[direction[1]],
         fontsize=POINT_LABEL_FONT_SIZE,
         color=POINT_LABEL_COLOR,
         arrowprops=arrow if leader else None,
         gid=POINT_LABEL_GID,
         zorder=5,
     )
-    _aim(text, offset, direction)
     text.set_in_layout(False)
     return text
-
-
-def _aim(text: Text, offset: tuple[float, float], direction: tuple[int, int]) -> None:
-    """Align the name so it grows away from its point."""
-    text.set_position(offset)
-    text.set_horizontalalignment({1: "left", 0: "center", -1: "right"}[direction[0]])
-    text.set_verticalalignment({1: "bottom", 0: "center", -1: "top"}[direction[1]])
 
 
 def _place_stats(text: Text, points: np.ndarray, renderer: RendererBase, pixels_per_point: float) -> Bbox:
@@ -255,18 +304,30 @@ def _move_to_corner(text: Text, corner: tuple[float, float, str, str]) -> None:
 
 def _crowded_first(points: np.ndarray, reach: float) -> list[int]:
     """Indices of points by falling number of neighbours within `reach` (then in order), so crowded names choose first."""
-    if not len(points):
-        return []
     distances = np.hypot(*(points[:, None, :] - points[None, :, :]).transpose(2, 0, 1))
     neighbours = (distances < reach).sum(axis=1)
     return sorted(range(len(points)), key=lambda index: (-neighbours[index], index))
 
 
-def _overlap(first: Bbox, second: Bbox) -> float:
-    width = min(first.x1, second.x1) - max(first.x0, second.x0)
-    height = min(first.y1, second.y1) - max(first.y0, second.y0)
-    return max(width, 0.0) * max(height, 0.0)
+def _overlaps(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """Areas shared by every box of `first` (n x 4: x0, y0, x1, y1) with every box of `second` (k x 4): n x k."""
+    width = np.minimum(first[:, None, 2], second[None, :, 2]) - np.maximum(first[:, None, 0], second[None, :, 0])
+    height = np.minimum(first[:, None, 3], second[None, :, 3]) - np.maximum(first[:, None, 1], second[None, :, 1])
+    return np.clip(width, 0.0, None) * np.clip(height, 0.0, None)
 
 
-def _area(box: Bbox) -> float:
-    return box.width * box.height
+def _inside_lengths(starts: np.ndarray, ends: np.ndarray, boxes: np.ndarray) -> np.ndarray:
+    """Length of each segment (n x 2 starts and ends) inside each box (k x 4): n x k, by Liang-Barsky clipping."""
+    delta = ends - starts
+    low = np.zeros((len(starts), len(boxes)))
+    high = np.ones((len(starts), len(boxes)))
+    for axis in (0, 1):
+        start, step = starts[:, axis, None], delta[:, axis, None]
+        lower, upper = boxes[None, :, axis], boxes[None, :, axis + 2]
+        parallel = step == 0.0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            first, second = (lower - start) / step, (upper - start) / step
+        low = np.maximum(low, np.where(parallel, -np.inf, np.minimum(first, second)))
+        high = np.minimum(high, np.where(parallel, np.inf, np.maximum(first, second)))
+        high = np.where(parallel & ((start < lower) | (start > upper)), -np.inf, high)
+    return np.clip(high - low, 0.0, None) * np.hypot(delta[:, 0], delta[:, 1])[:, None]
