@@ -35,7 +35,8 @@ def main() -> None:
                 started = time.perf_counter()
                 bootstrap_matrix(wide, method, BootstrapSettings(args.resamples, 0, 0.95, interval))
                 times.append(time.perf_counter() - started)
-            print(f"{method:8s} {interval:10s} median {statistics.median(times):.3f} s  (min {min(times):.3f}, max {max(times):.3f}, {args.repeats} runs)")
+            spread = f"min {min(times):.3f}, max {max(times):.3f}, {args.repeats} runs"
+            print(f"{method:8s} {interval:10s} median {statistics.median(times):.3f} s  ({spread})")
 
 
 if __name__ == "__main__":

@@ -42,8 +42,22 @@ def test_matrix_csv_contract_on_the_reference():
 
 
 def test_matrix_families_pearson_json_and_ci():
-    result = concur("matrix", "--results", "liu2023", "--benches", "downsampled", "--approaches", "pretrained", "--corr", "pearson",
-                    "--ci", "--resamples", "500", "--format", "json")
+    result = concur(
+        "matrix",
+        "--results",
+        "liu2023",
+        "--benches",
+        "downsampled",
+        "--approaches",
+        "pretrained",
+        "--corr",
+        "pearson",
+        "--ci",
+        "--resamples",
+        "500",
+        "--format",
+        "json",
+    )
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout)
     assert payload["benchmarks"] == ["squad-1k", "squad-10k", "squad-20k", "squad-40k", "squad-60k"]
@@ -53,8 +67,24 @@ def test_matrix_families_pearson_json_and_ci():
     expected = stats.pearsonr([first[a] for a in pretrained], [second[a] for a in pretrained]).statistic
     assert payload["values"][0][4] == pytest.approx(expected, abs=1e-6)
     assert payload["ci"]["lower"][0][4] <= payload["values"][0][4] <= payload["ci"]["upper"][0][4]
-    again = json.loads(concur("matrix", "--results", "liu2023", "--benches", "downsampled", "--approaches", "pretrained", "--corr", "pearson",
-                              "--ci", "--resamples", "500", "--format", "json").stdout)
+    again = json.loads(
+        concur(
+            "matrix",
+            "--results",
+            "liu2023",
+            "--benches",
+            "downsampled",
+            "--approaches",
+            "pretrained",
+            "--corr",
+            "pearson",
+            "--ci",
+            "--resamples",
+            "500",
+            "--format",
+            "json",
+        ).stdout
+    )
     assert again["ci"] == payload["ci"]  # seeded
 
 
@@ -109,8 +139,21 @@ def test_bad_names_get_the_closest_valid_one():
 
 def test_compare_prints_both_correlations_and_writes_the_scatter(tmp_path):
     stem = tmp_path / "squad-vs-qamr"
-    result = concur("compare", "squad", "qamr", "--results", "liu2023", "--resamples", "400", "--plot", str(stem), "--format", "json",
-                    "--reference", "mrqa-nq")
+    result = concur(
+        "compare",
+        "squad",
+        "qamr",
+        "--results",
+        "liu2023",
+        "--resamples",
+        "400",
+        "--plot",
+        str(stem),
+        "--format",
+        "json",
+        "--reference",
+        "mrqa-nq",
+    )
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout)
     squad, qamr = reference_em("squad"), reference_em("qamr")
@@ -127,10 +170,24 @@ def test_compare_prints_both_correlations_and_writes_the_scatter(tmp_path):
 
 def test_figures_regenerates_tables_and_figures_from_the_reference(tmp_path):
     out = tmp_path / "figures"
-    result = concur("figures", str(REPO / "analysis" / "table1.toml"), str(REPO / "analysis" / "figure5.toml"),
-                    "--results", "liu2023", "--out-dir", str(out))
+    result = concur(
+        "figures",
+        str(REPO / "analysis" / "table1.toml"),
+        str(REPO / "analysis" / "figure5.toml"),
+        "--results",
+        "liu2023",
+        "--out-dir",
+        str(out),
+    )
     assert result.returncode == 0, result.stderr
-    assert sorted(path.name for path in out.iterdir()) == ["figure5.csv", "figure5.pdf", "figure5.png", "table1.csv", "table1.md", "table1.tex"]
+    assert sorted(path.name for path in out.iterdir()) == [
+        "figure5.csv",
+        "figure5.pdf",
+        "figure5.png",
+        "table1.csv",
+        "table1.md",
+        "table1.tex",
+    ]
     rows = {row["benchmark"]: row for row in csv.DictReader((out / "table1.csv").open())}
     assert sorted(rows) == sorted(HUMAN[1:])
     assert float(rows["qamr"]["kendall"]) == pytest.approx(round(kendall(reference_em("squad"), reference_em("qamr")), 4))

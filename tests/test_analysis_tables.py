@@ -32,7 +32,9 @@ def test_csv_errors_name_file_line_and_column(tmp_path):
         "approach,benchmark,em\nbidaf,squad,50\nqanet,squad,fifty\n": "line 3: column 'em' must be a number",
         "approach,benchmark,em\nbidaf,squad,0.5\nqanet,squad,150\n": "line 3: column 'em' must be a number from 0 to 100",
         "approach,benchmark,em,seed\nbidaf,squad,50,1\nbidaf,squad,51,1.5\n": "line 3: column 'seed' must be a whole number",
-        "approach,benchmark,em,seed\nbidaf,squad,50,1\nbidaf,squad,51,1\n": "line 3: the run (approach=bidaf, benchmark=squad, hparam_id=<none>, seed=1) appears more than once (lines 2, 3)",
+        "approach,benchmark,em,seed\nbidaf,squad,50,1\nbidaf,squad,51,1\n": (
+            "line 3: the run (approach=bidaf, benchmark=squad, hparam_id=<none>, seed=1) appears more than once (lines 2, 3)"
+        ),
         "approach,benchmark,em\n,squad,50\n": "line 2: column 'approach' must be a non-empty name",
         "approach,benchmark,em\nbidaf,squad,\n": "line 2: column 'em' is missing",
     }
@@ -46,8 +48,12 @@ def test_csv_errors_name_file_line_and_column(tmp_path):
 def runs() -> pd.DataFrame:
     rows = [
         # approach, benchmark, hparam_id, seed, em, f1
-        ("a", "x", 0, 0, 50, 60), ("a", "x", 0, 1, 60, 70), ("a", "x", 1, 0, 70, 80), ("a", "x", 2, 0, 40, 50),
-        ("b", "x", 1, 0, 30, 35), ("b", "x", 2, 0, 20, 25),  # no default setting
+        ("a", "x", 0, 0, 50, 60),
+        ("a", "x", 0, 1, 60, 70),
+        ("a", "x", 1, 0, 70, 80),
+        ("a", "x", 2, 0, 40, 50),
+        ("b", "x", 1, 0, 30, 35),
+        ("b", "x", 2, 0, 20, 25),  # no default setting
         ("c", "x", None, None, 45, None),  # already reduced (published)
     ]
     return tidy_frame(pd.DataFrame(rows, columns=["approach", "benchmark", "hparam_id", "seed", "em", "f1"]), "runs")
@@ -76,7 +82,14 @@ def test_policies_hand_computed():
 
 def test_selection_by_id_family_glob_and_typos():
     available = ["squad", "babi-11", "babi-2", "qamr", "squad-10k", "squad-1k"]
-    families = {"squad": "human", "qamr": "human", "babi-2": "synthetic", "babi-11": "synthetic", "squad-1k": "downsampled", "squad-10k": "downsampled"}
+    families = {
+        "squad": "human",
+        "qamr": "human",
+        "babi-2": "synthetic",
+        "babi-11": "synthetic",
+        "squad-1k": "downsampled",
+        "squad-10k": "downsampled",
+    }
     rank = ("human", "downsampled", "cloze", "synthetic")
     assert select(available, None, families, rank, "benchmark") == ["qamr", "squad", "squad-1k", "squad-10k", "babi-2", "babi-11"]
     assert select(available, "squad,synthetic", families, rank, "benchmark") == ["squad", "babi-2", "babi-11"]

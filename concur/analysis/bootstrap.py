@@ -84,7 +84,9 @@ def bootstrap_matrix(wide: pd.DataFrame, method: Method | str, settings: Bootstr
     method = Method(method)
     estimate = concurrence_matrix(wide, method)
     values = wide.to_numpy(dtype=float)
-    replicates = weighted_concurrence(values, resample_weights(len(wide), settings.n_resamples, np.random.default_rng(settings.seed)), method)
+    replicates = weighted_concurrence(
+        values, resample_weights(len(wide), settings.n_resamples, np.random.default_rng(settings.seed)), method
+    )
     point = estimate.values.to_numpy()
     if settings.interval is Interval.bca:
         jackknife = weighted_concurrence(values, jackknife_weights(len(wide)), method)
@@ -148,7 +150,9 @@ def compare_with_reference(
     complete = wide[columns].dropna()
     values = complete.to_numpy(dtype=float)
     estimate = weighted_concurrence(values, np.ones((1, len(complete))), method)[0]
-    replicates = weighted_concurrence(values, resample_weights(len(complete), settings.n_resamples, np.random.default_rng(settings.seed)), method)
+    replicates = weighted_concurrence(
+        values, resample_weights(len(complete), settings.n_resamples, np.random.default_rng(settings.seed)), method
+    )
     differences = replicates[:, 0, 1] - replicates[:, 0, 2]
     differences = differences[~np.isnan(differences)]
     difference = float(estimate[0, 1] - estimate[0, 2])
@@ -158,8 +162,20 @@ def compare_with_reference(
     else:
         lower = upper = np.nan
         p_value = float("nan")
-    return Comparison(reference, first, second, method, len(complete), float(estimate[0, 1]), float(estimate[0, 2]),
-                      difference, float(lower), float(upper), p_value, settings)
+    return Comparison(
+        reference,
+        first,
+        second,
+        method,
+        len(complete),
+        float(estimate[0, 1]),
+        float(estimate[0, 2]),
+        difference,
+        float(lower),
+        float(upper),
+        p_value,
+        settings,
+    )
 
 
 def approach_count_curve(
@@ -200,8 +216,18 @@ def approach_count_curve(
                 mean, error = float(defined.mean()), float(np.mean(np.abs(defined - full[column])))
             else:
                 low = high = mean = error = float("nan")
-            rows.append({"approaches": size, "benchmark": other, "mean": mean, "lower": float(low), "upper": float(high),
-                         "mean_abs_error": error, "full": float(full[column]), "undefined": int(draws - defined.size)})
+            rows.append(
+                {
+                    "approaches": size,
+                    "benchmark": other,
+                    "mean": mean,
+                    "lower": float(low),
+                    "upper": float(high),
+                    "mean_abs_error": error,
+                    "full": float(full[column]),
+                    "undefined": int(draws - defined.size),
+                }
+            )
     return pd.DataFrame(rows)
 
 

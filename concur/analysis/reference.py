@@ -38,7 +38,9 @@ def liu2023() -> pd.DataFrame:
     spec = reference_spec()
     path = DATA_DIR / spec["em_file"]
     raw = pd.read_csv(path, dtype=str)
-    frame = raw.rename(columns={"approach_id": "approach", "benchmark_id": "benchmark", "approach": "approach_name", "benchmark": "benchmark_name"})
+    frame = raw.rename(
+        columns={"approach_id": "approach", "benchmark_id": "benchmark", "approach": "approach_name", "benchmark": "benchmark_name"}
+    )
     return _with_families(tidy_frame(frame, str(path), first_line=2))
 
 

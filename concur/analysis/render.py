@@ -88,12 +88,11 @@ def _latex(text: str) -> str:
 
 def matrix_json(matrix: ConcurrenceMatrix, ci: MatrixWithCI | None, context: dict[str, Any]) -> dict[str, Any]:
     """Everything behind the matrix, for programs: values, counts, intervals and settings."""
-    rounded = lambda frame: [[None if math.isnan(value) else round(float(value), JSON_DECIMALS) for value in row] for row in frame.to_numpy()]  # noqa: E731
     payload: dict[str, Any] = {
         **context,
         "method": str(matrix.method),
         "benchmarks": list(matrix.values.columns),
-        "values": rounded(matrix.values),
+        "values": _rounded(matrix.values),
         "counts": matrix.counts.to_numpy().tolist(),
     }
     if ci is not None:
@@ -102,8 +101,12 @@ def matrix_json(matrix: ConcurrenceMatrix, ci: MatrixWithCI | None, context: dic
             "confidence": ci.settings.confidence,
             "resamples": ci.settings.n_resamples,
             "seed": ci.settings.seed,
-            "lower": rounded(ci.lower),
-            "upper": rounded(ci.upper),
+            "lower": _rounded(ci.lower),
+            "upper": _rounded(ci.upper),
             "undefined_resamples": ci.undefined.to_numpy().tolist(),
         }
     return payload
+
+
+def _rounded(frame: pd.DataFrame) -> list[list[float | None]]:
+    return [[None if math.isnan(value) else round(float(value), JSON_DECIMALS) for value in row] for row in frame.to_numpy()]

@@ -35,7 +35,9 @@ def tidy_frame(frame: pd.DataFrame, origin: str, *, first_line: int | None = Non
     missing = [column for column in REQUIRED_COLUMNS if column not in frame.columns]
     if missing:
         raise DataFormatError(origin, f"missing column(s) {', '.join(missing)}; a results table needs {', '.join(TIDY_COLUMNS)}")
-    tidy = pd.DataFrame({"approach": _names(frame, "approach", origin, first_line), "benchmark": _names(frame, "benchmark", origin, first_line)})
+    tidy = pd.DataFrame(
+        {"approach": _names(frame, "approach", origin, first_line), "benchmark": _names(frame, "benchmark", origin, first_line)}
+    )
     for column in ("hparam_id", "seed"):
         tidy[column] = _integers(frame, column, origin, first_line)
     for column in ("em", "f1"):

@@ -68,6 +68,13 @@ def em_table(
     table = EMTable(wide, cells, labels, tuple(notes))
     missing = table.missing()
     if missing:
-        shown = ", ".join(f"{approach}×{bench}" for approach, bench in missing[:SHOWN_MISSING]) + (", ..." if len(missing) > SHOWN_MISSING else "")
-        table = EMTable(wide, cells, labels, (*notes, f"{len(missing)} of {wide.size} cells missing (correlations are pairwise-complete; n per cell shown): {shown}"))
+        shown = ", ".join(f"{approach}×{bench}" for approach, bench in missing[:SHOWN_MISSING]) + (
+            ", ..." if len(missing) > SHOWN_MISSING else ""
+        )
+        table = EMTable(
+            wide,
+            cells,
+            labels,
+            (*notes, f"{len(missing)} of {wide.size} cells missing (correlations are pairwise-complete; n per cell shown): {shown}"),
+        )
     return table

@@ -45,7 +45,9 @@ RESULTS_OPTION = typer.Option(
     help=f"Results to analyse: {', '.join(NAMED_SOURCES)} or a tidy CSV; repeat or join with + to combine (later replaces earlier cells).",
 )
 POLICY_OPTION = typer.Option(Policy.best, "--policy", help="Reduce hyperparameter samples: default (SQuAD setting), best (max), mean.")
-APPROACHES_OPTION = typer.Option(None, "--approaches", "-a", help="Approaches: ids, families (pretrained, non-pretrained), globs; comma-separated.")
+APPROACHES_OPTION = typer.Option(
+    None, "--approaches", "-a", help="Approaches: ids, families (pretrained, non-pretrained), globs; comma-separated."
+)
 RESAMPLES_OPTION = typer.Option(2000, "--resamples", min=10, help="Bootstrap resamples of the approaches.")
 SEED_OPTION = typer.Option(0, "--seed", help="Bootstrap seed (same seed, same intervals).")
 CONFIDENCE_OPTION = typer.Option(0.95, "--confidence", min=0.5, max=0.999, help="Confidence level of the intervals.")
@@ -64,7 +66,9 @@ def matrix(
     ctx: typer.Context,
     results: list[str] = RESULTS_OPTION,
     corr: Method = typer.Option(Method.kendall, "--corr", help="Correlation: kendall (tau-b) or pearson (r)."),
-    benches: str | None = typer.Option(None, "--benches", "-b", help="Benchmarks: ids, families (human, downsampled, cloze, synthetic), globs; comma-separated."),
+    benches: str | None = typer.Option(
+        None, "--benches", "-b", help="Benchmarks: ids, families (human, downsampled, cloze, synthetic), globs; comma-separated."
+    ),
     approaches: str | None = APPROACHES_OPTION,
     policy: Policy = POLICY_OPTION,
     ci: bool = typer.Option(False, "--ci", help="Bootstrap confidence interval for every cell."),
@@ -72,7 +76,9 @@ def matrix(
     resamples: int = RESAMPLES_OPTION,
     seed: int = SEED_OPTION,
     confidence: float = CONFIDENCE_OPTION,
-    order: Order = typer.Option(Order.given, "--order", help="given (as listed; families in family order) or cluster (similar benchmarks together)."),
+    order: Order = typer.Option(
+        Order.given, "--order", help="given (as listed; families in family order) or cluster (similar benchmarks together)."
+    ),
     fmt: MatrixFormat = typer.Option(MatrixFormat.table, "--format", "-f", help="table, csv, json, markdown or latex."),
     out_file: Path | None = typer.Option(None, "--out", "-o", help="Write the matrix to this file instead of stdout."),
     heatmap: Path | None = typer.Option(None, "--heatmap", help="Also draw the heatmap to PATH.pdf and PATH.png."),
@@ -94,12 +100,15 @@ def matrix(
     if ci:
         started = time.perf_counter()
         with_ci = bootstrap_matrix(wide, corr, BootstrapSettings(resamples, seed, confidence, interval))
-        err.print(f"bootstrap: {resamples} resamples of {len(wide)} approaches, {wide.shape[1]} benchmarks, {time.perf_counter() - started:.2f} s")
+        err.print(
+            f"bootstrap: {resamples} resamples of {len(wide)} approaches, {wide.shape[1]} benchmarks, {time.perf_counter() - started:.2f} s"
+        )
     err.print(f"{METHOD_LABELS[corr]} over {len(wide)} approaches (policy {policy}, results {'+'.join(results)})", highlight=False)
     _emit(estimate, with_ci, fmt, out_file, {"results": results, "policy": str(policy), "approaches": list(wide.index)})
     if heatmap is not None:
-        figure = concurrence_heatmap(estimate.values, counts=estimate.counts, value_label=METHOD_LABELS[corr],
-                                     names=table.labels.benchmark_names(wide.columns))
+        figure = concurrence_heatmap(
+            estimate.values, counts=estimate.counts, value_label=METHOD_LABELS[corr], names=table.labels.benchmark_names(wide.columns)
+        )
         for path in save_figure(figure, heatmap):
             err.print(f"wrote {path}")
 
@@ -132,7 +141,9 @@ def compare(
     results: list[str] = RESULTS_OPTION,
     approaches: str | None = APPROACHES_OPTION,
     policy: Policy = POLICY_OPTION,
-    reference: str | None = typer.Option(None, "--reference", help="Also test whether FIRST and SECOND concur differently with this benchmark."),
+    reference: str | None = typer.Option(
+        None, "--reference", help="Also test whether FIRST and SECOND concur differently with this benchmark."
+    ),
     interval: Interval = typer.Option(Interval.bca, "--interval", help="bca or percentile."),
     resamples: int = RESAMPLES_OPTION,
     seed: int = SEED_OPTION,
@@ -162,18 +173,34 @@ def compare(
             test = compare_with_reference(table.wide, reference, first, second, method, boot)
             label = f"{METHOD_LABELS[method]}: ({first}, {reference}) - ({second}, {reference})"
             rows.append([label, _fmt(test.difference), f"[{_fmt(test.lower)}, {_fmt(test.upper)}]", f"{test.n}  p = {test.p_value:.3f}"])
-            payload[f"versus_{reference}_{method}"] = {"first": test.first_value, "second": test.second_value, "difference": test.difference,
-                                                       "lower": test.lower, "upper": test.upper, "p_value": test.p_value, "n": test.n}
+            payload[f"versus_{reference}_{method}"] = {
+                "first": test.first_value,
+                "second": test.second_value,
+                "difference": test.difference,
+                "lower": test.lower,
+                "upper": test.upper,
+                "p_value": test.p_value,
+                "n": test.n,
+            }
     stem = plot or state.workspace().root / "figures" / f"compare-{first}-{second}"
-    figure = pair_scatter(table.wide, first, second, families=table.approach_families(),
-                          names=table.labels.approach_names(table.wide.index), stats="\n".join(stats_lines))
+    figure = pair_scatter(
+        table.wide,
+        first,
+        second,
+        families=table.approach_families(),
+        names=table.labels.approach_names(table.wide.index),
+        stats="\n".join(stats_lines),
+    )
     paths = save_figure(figure, stem)
     payload["plot"] = [str(path) for path in paths]
     if fmt == "json":
         print_json(payload)
     else:
-        print_table(f"{first} vs {second} ({int(confidence * 100)}% {interval} intervals, {resamples} resamples, seed {seed})",
-                    ["statistic", "value", "interval", "n"], rows)
+        print_table(
+            f"{first} vs {second} ({int(confidence * 100)}% {interval} intervals, {resamples} resamples, seed {seed})",
+            ["statistic", "value", "interval", "n"],
+            rows,
+        )
         for path in paths:
             out.print(f"wrote {path}", highlight=False)
 

@@ -21,7 +21,9 @@ def figures(
     ctx: typer.Context,
     targets: list[Path] = typer.Argument(None, help="Recipe files or directories of recipes (default: ./analysis)."),
     results: list[str] = typer.Option(
-        ["store"], "--results", "-r",
+        ["store"],
+        "--results",
+        "-r",
         help=f"Results to draw from: {', '.join(NAMED_SOURCES)} or a tidy CSV; repeat or join with + to combine. "
         "A recipe that names its own results (e.g. a leaderboard) uses those.",
     ),
@@ -30,7 +32,9 @@ def figures(
 ) -> None:
     """Draw every recipe's figure or table (PDF + PNG; CSV, Markdown and LaTeX for tables)."""
     state = settings(ctx)
-    recipes = [load_recipe(path) for target in (targets or [DEFAULT_RECIPES]) for path in recipe_paths(target)]  # all parsed before any work
+    recipes = [
+        load_recipe(path) for target in (targets or [DEFAULT_RECIPES]) for path in recipe_paths(target)
+    ]  # all parsed before any work
     out_dir = out_dir or state.workspace().root / "figures"
     loaded: dict[tuple[str, ...], Results] = {}
     rows, drawn = [], 0

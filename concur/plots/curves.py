@@ -1,9 +1,9 @@
 """EM against training-set size: does an approach's ranking hold as training data shrinks?
 
-Twenty lines in two family colours stay apart by pairing a marker with a line style
-(unique within a family for up to `len(MARKERS)` x `len(LINE_STYLES)` / their common
-factors = 20 approaches). The legend sits outside the axes, one column per family, each
-column in the order the lines end at the largest size, so a reader can match them by eye.
+Twenty lines in two family colours stay apart by a marker, a line style and a shade of
+the family's colour, cycling together (10 markers and 4 styles give 20 distinct pairs per
+family). The legend sits outside the axes, family by family, each in the order its lines
+end at the largest size, so a reader can match names to lines by eye.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from collections.abc import Mapping
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import NullLocator
@@ -21,11 +23,12 @@ from matplotlib.ticker import NullLocator
 from concur.analysis.ordering import family_order
 from concur.plots.style import FAMILY_ORDER, NO_FAMILY_LABEL, color_of, display_name, figure_style, stable_family_colors
 
-FIGURE_INCHES = (10.0, 4.8)  # axes plus the legend to their right
+FIGURE_INCHES = (9.5, 5.0)  # axes plus the legend to their right (one row per approach and per family)
 LINE_STYLES = ("-", "--", ":", "-.")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")  # with the 4 line styles: 20 distinct pairs per family
 LINE_WIDTH = 1.3
 MARKER_SIZE = 4.5
+SHADES = (0.0, 0.35, -0.3)  # toward white (+) or black (-), cycling within a family
 SIZE_SUFFIXES = ((1e6, "M"), (1e3, "k"))
 
 
@@ -64,7 +67,7 @@ def downsampling_curves(
             (line,) = ax.plot(
                 x[present],
                 scores[present],
-                color=color_of(approach, families, colors),
+                color=_shade(color_of(approach, families, colors), position),
                 linestyle=LINE_STYLES[position % len(LINE_STYLES)],
                 marker=MARKERS[position % len(MARKERS)],
                 linewidth=LINE_WIDTH,
@@ -80,7 +83,7 @@ def downsampling_curves(
         if title:
             ax.set_title(title)
         if groups:
-            _family_column_legend(ax, groups)
+            _family_legend(ax, groups)
     return fig
 
 
@@ -92,18 +95,22 @@ def size_label(count: float) -> str:
     return f"{count:g}"
 
 
-def _family_column_legend(ax, groups: dict[str, list[Line2D]]) -> None:
-    """A legend right of the axes with one column per family, headed by the family's name."""
-    height = 1 + max(len(lines) for lines in groups.values())
-    blank = Line2D([], [], linestyle="none")
+def _shade(color: str, position: int) -> tuple[float, float, float]:
+    """The family's colour, lighter or darker by position, so neighbouring lines of one family differ in more than style."""
+    amount = SHADES[position % len(SHADES)]
+    rgb = np.array(to_rgb(color))
+    return tuple(rgb + (1.0 - rgb) * amount if amount > 0 else rgb * (1.0 + amount))
+
+
+def _family_legend(ax: Axes, groups: dict[str, list[Line2D]]) -> None:
+    """One legend right of the axes: each family's name in bold, then its approaches."""
     handles: list[Line2D] = []
     labels: list[str] = []
     headers = []
     for family, lines in groups.items():
         headers.append(len(labels))
-        padding = height - 1 - len(lines)
-        handles += [blank, *lines, *[blank] * padding]
-        labels += [family or NO_FAMILY_LABEL, *[line.get_label() for line in lines], *[""] * padding]
-    legend = ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), ncol=len(groups), frameon=False, borderaxespad=0.0)
+        handles += [Line2D([], [], linestyle="none"), *lines]
+        labels += [family or NO_FAMILY_LABEL, *[line.get_label() for line in lines]]
+    legend = ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, borderaxespad=0.0)
     for index in headers:
         legend.get_texts()[index].set_fontweight("bold")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib import patheffects
 from matplotlib.axes import Axes
 from matplotlib.backend_bases import RendererBase
 from matplotlib.figure import Figure
@@ -32,6 +33,7 @@ AXES_MARGIN = 0.1  # room inside the axes for the names of the outermost points
 POINT_LABEL_GID = "point-label"  # tags the approach names, so callers and tests can find them
 POINT_LABEL_FONT_SIZE = 7
 POINT_LABEL_COLOR = "0.15"
+LABEL_HALO = [patheffects.withStroke(linewidth=2.0, foreground="white")]  # keeps names legible over grid and leader lines
 LEADER_COLOR = "0.55"
 LEADER_WIDTH = 0.5
 # distances from a marker's edge tried for its name, nearest first; beyond the first, a leader line joins them
@@ -40,7 +42,9 @@ LABEL_DIRECTIONS = ((1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (-1, 1), (1, -1), 
 LABEL_PAD_POINTS = 1.0  # clearance kept around a name, so neighbouring names never touch
 OUTSIDE_PENALTY = 4.0  # a name's area outside the axes costs this much more than area covering another name
 MARKER_PENALTY = 3.0  # covering a point hides data: worse than touching another name
-LEADER_CROSSING_POINTS = 8.0  # a leader line through a name or point costs like a strip this wide of overlap
+COLLISION_POINTS = 16.0  # a name touching another name or a point also costs a square this wide: a slight touch looks as bad as a big one
+LEADER_CROSSING_POINTS = 8.0  # a leader through a name or point costs like a strip this wide of overlap; two leaders crossing, its square
+LEADER_LENGTH_POINTS = 1.0  # any leader costs like a strip this wide along its length, so names stay close when they can
 PLACEMENT_PASSES = 3  # the first places names greedily, the others revise each against all the rest
 CROWDING_RADIUS_POINTS = 30.0  # points with more neighbours this close place their names first
 STATS_FONT_SIZE = 8
@@ -197,7 +201,7 @@ def _label_panel(panel: _Panel, renderer: RendererBase) -> None:
     leader_ends = np.where(with_leader[None, :, None], anchors, points[:, None, :])  # no leader: a segment of length 0
     frame = np.array([ax.get_window_extent(renderer).extents])
     order = _crowded_first(points, CROWDING_RADIUS_POINTS * pixels_per_point)
-    chosen = _choose(points, boxes, leader_ends, markers, frame, obstacles, order, LEADER_CROSSING_POINTS * pixels_per_point)
+    chosen = _choose(points, boxes, leader_ends, markers, frame, obstacles, order, pixels_per_point)
     for index, spot in enumerate(chosen):
         direction = (int(directions[spot, 0]), int(directions[spot, 1]))
         _name(ax, panel, index, tuple(offsets[spot]), direction, leader=bool(with_leader[spot]), shrink=radius_points)
@@ -211,35 +215,39 @@ def _choose(
     frame: np.ndarray,
     obstacles: np.ndarray,
     order: list[int],
-    crossing: float,
+    pixels_per_point: float,
 ) -> np.ndarray:
     """The chosen candidate per name: greedy in `order`, then passes that re-place each name against all the others.
 
     Costs are areas in pixels^2: a name over another name, a point (`MARKER_PENALTY`), the
-    stats box, or outside the axes (`OUTSIDE_PENALTY`), and leader lines through names or
-    points (`crossing` pixels wide). The cheapest candidate wins, the nearest on ties, so
-    a name moves away from its point only when that avoids covering something.
+    stats box, or outside the axes (`OUTSIDE_PENALTY`), plus `COLLISION_POINTS` squared
+    per name or point touched; leader lines by their length and
+    where they cross names, points or each other (`LEADER_*`). The cheapest candidate wins,
+    the nearest on ties, so a name moves away from its point only when that avoids covering something.
     """
     count, candidates = boxes.shape[:2]
+    crossing = LEADER_CROSSING_POINTS * pixels_per_point
+    starts = np.broadcast_to(points[:, None, :], leader_ends.shape)
     flat = boxes.reshape(-1, 4)
     area = (flat[:, 2] - flat[:, 0]) * (flat[:, 3] - flat[:, 1])
     fixed = OUTSIDE_PENALTY * (area - _overlaps(flat, frame)[:, 0]) + _overlaps(flat, obstacles).sum(axis=1)
-    fixed += MARKER_PENALTY * _overlaps(flat, markers).sum(axis=1)
-    through_points = _inside_lengths(np.repeat(points, candidates, axis=0), leader_ends.reshape(-1, 2), markers).reshape(
-        count, candidates, count
-    )
-    through_points[np.arange(count), :, np.arange(count)] = 0.0  # a leader starts inside its own point
-    fixed = fixed.reshape(count, candidates) + crossing * through_points.sum(axis=2)
+    collision = (COLLISION_POINTS * pixels_per_point) ** 2
+    on_markers = _overlaps(flat, markers)
+    fixed += MARKER_PENALTY * on_markers.sum(axis=1) + collision * (on_markers > 0).sum(axis=1)
+    through = _inside_lengths(starts.reshape(-1, 2), leader_ends.reshape(-1, 2), markers).reshape(count, candidates, count)
+    through[np.arange(count), :, np.arange(count)] = 0.0  # a leader starts inside its own point
+    length = np.hypot(*(leader_ends - starts).transpose(2, 0, 1))
+    fixed = fixed.reshape(count, candidates) + crossing * through.sum(axis=2) + LEADER_LENGTH_POINTS * pixels_per_point * length
     chosen = np.full(count, -1)
     for _ in range(PLACEMENT_PASSES):
         for index in order:
             others = np.flatnonzero((chosen >= 0) & (np.arange(count) != index))
-            other_boxes = boxes[others, chosen[others]]
-            cost = fixed[index] + _overlaps(boxes[index], other_boxes).sum(axis=1)
-            cost += crossing * _inside_lengths(points[others], leader_ends[others, chosen[others]], boxes[index]).sum(axis=0)
-            cost += crossing * _inside_lengths(
-                np.repeat(points[index : index + 1], candidates, axis=0), leader_ends[index], other_boxes
-            ).sum(axis=1)
+            other_boxes, other_ends = boxes[others, chosen[others]], leader_ends[others, chosen[others]]
+            on_names = _overlaps(boxes[index], other_boxes)
+            cost = fixed[index] + on_names.sum(axis=1) + collision * (on_names > 0).sum(axis=1)
+            cost += crossing * _inside_lengths(points[others], other_ends, boxes[index]).sum(axis=0)
+            cost += crossing * _inside_lengths(starts[index], leader_ends[index], other_boxes).sum(axis=1)
+            cost += crossing**2 * _segments_cross(starts[index], leader_ends[index], points[others], other_ends).sum(axis=1)
             chosen[index] = int(np.argmin(cost))
     return chosen
 
@@ -275,6 +283,7 @@ def _name(
         va={1: "bottom", 0: "center", -1: "top"}[direction[1]],
         fontsize=POINT_LABEL_FONT_SIZE,
         color=POINT_LABEL_COLOR,
+        path_effects=LABEL_HALO,
         arrowprops=arrow if leader else None,
         gid=POINT_LABEL_GID,
         zorder=5,
@@ -307,6 +316,19 @@ def _crowded_first(points: np.ndarray, reach: float) -> list[int]:
     distances = np.hypot(*(points[:, None, :] - points[None, :, :]).transpose(2, 0, 1))
     neighbours = (distances < reach).sum(axis=1)
     return sorted(range(len(points)), key=lambda index: (-neighbours[index], index))
+
+
+def _segments_cross(starts: np.ndarray, ends: np.ndarray, other_starts: np.ndarray, other_ends: np.ndarray) -> np.ndarray:
+    """Whether each segment (n) properly crosses each other segment (k): n x k; a segment of length 0 crosses nothing."""
+
+    def side(origin: np.ndarray, direction: np.ndarray, point: np.ndarray) -> np.ndarray:
+        return direction[..., 0] * (point[..., 1] - origin[..., 1]) - direction[..., 1] * (point[..., 0] - origin[..., 0])
+
+    first, last = starts[:, None, :], ends[:, None, :]
+    other_first, other_last = other_starts[None, :, :], other_ends[None, :, :]
+    straddles_theirs = side(other_first, other_last - other_first, first) * side(other_first, other_last - other_first, last) < 0
+    straddles_mine = side(first, last - first, other_first) * side(first, last - first, other_last) < 0
+    return straddles_theirs & straddles_mine
 
 
 def _overlaps(first: np.ndarray, second: np.ndarray) -> np.ndarray:

@@ -14,8 +14,9 @@ BAND_ALPHA = 0.18
 FIGURE_SIZE = (6.0, 4.0)
 
 
-def approach_count_figure(curve: pd.DataFrame, *, reference: str, value_label: str, names: Mapping[str, str] | None = None,
-                          title: str | None = None) -> Figure:
+def approach_count_figure(
+    curve: pd.DataFrame, *, reference: str, value_label: str, names: Mapping[str, str] | None = None, title: str | None = None
+) -> Figure:
     """One line per benchmark: mean concurrence with `reference` over random subsets, with its band.
 
     `curve` is `concur.analysis.bootstrap.approach_count_curve`'s table; the dotted line of

@@ -52,8 +52,9 @@ class Skip(Exception):
 def run_recipe(recipe: Recipe, results: Results, registry: Registry | None, out_dir: Path) -> Output:
     output = Output(recipe)
     try:
-        table = em_table(results, policy=recipe.policy, benches=_with_reference(recipe), approaches=recipe.approaches,
-                         registry=registry, lenient=True)
+        table = em_table(
+            results, policy=recipe.policy, benches=_with_reference(recipe), approaches=recipe.approaches, registry=registry, lenient=True
+        )
         output.notes.extend(table.notes)
         RUNNERS[recipe.kind](recipe, table, out_dir / recipe.name, output)
     except Skip as reason:
@@ -98,15 +99,24 @@ def _concurrence_table(recipe: Recipe, table: EMTable, stem: Path, output: Outpu
         for method in recipe.options["methods"]:
             cell = bootstrap_matrix(table.wide[[reference, other]], method, recipe.bootstrap)
             value, n = cell.estimate.pair(reference, other)
-            row.update({"n": n, str(method): value, f"{method}_lower": float(cell.lower.loc[reference, other]),
-                        f"{method}_upper": float(cell.upper.loc[reference, other])})
+            row.update(
+                {
+                    "n": n,
+                    str(method): value,
+                    f"{method}_lower": float(cell.lower.loc[reference, other]),
+                    f"{method}_upper": float(cell.upper.loc[reference, other]),
+                }
+            )
         rows.append(row)
     frame = pd.DataFrame(rows)
     _write_text(stem.with_suffix(".csv"), frame.round(CSV_DECIMALS).to_csv(index=False), output)
     shown = pd.DataFrame({"Benchmark": frame["name"], "n": frame["n"]})
     for method in recipe.options["methods"]:
-        shown[METHOD_LABELS[method]] = [_with_interval(*values) for values in zip(frame[str(method)], frame[f"{method}_lower"], frame[f"{method}_upper"])]
-    confidence = f"{int(recipe.bootstrap.confidence * 100)}% {recipe.bootstrap.interval} intervals over approaches, {recipe.bootstrap.n_resamples} resamples"
+        shown[METHOD_LABELS[method]] = [
+            _with_interval(*values) for values in zip(frame[str(method)], frame[f"{method}_lower"], frame[f"{method}_upper"])
+        ]
+    boot = recipe.bootstrap
+    confidence = f"{int(boot.confidence * 100)}% {boot.interval} intervals over approaches, {boot.n_resamples} resamples"
     _write_text(stem.with_suffix(".md"), f"**{recipe.title}** ({confidence})\n\n" + markdown_table(shown), output)
     _write_text(stem.with_suffix(".tex"), latex_table(shown, f"{recipe.title} ({confidence}).", f"tab:{recipe.name}"), output)
 
@@ -129,8 +139,9 @@ def _scatter_grid(recipe: Recipe, table: EMTable, stem: Path, output: Output) ->
             lines.append(f"{METHOD_SYMBOLS[method]} = {_with_interval(value, math.nan, math.nan)}")
         stats[other] = "\n".join([*lines, f"n = {n}"])
     names = {**table.labels.approach_names(table.wide.index), **table.labels.benchmark_names(table.wide.columns)}
-    figure = scatter_grid(table.wide, reference, others, families=table.approach_families(), names=names, stats=stats,
-                          columns=recipe.options["columns"])
+    figure = scatter_grid(
+        table.wide, reference, others, families=table.approach_families(), names=names, stats=stats, columns=recipe.options["columns"]
+    )
     output.paths.extend(save_figure(figure, stem))
 
 
@@ -143,16 +154,26 @@ def _heatmap(recipe: Recipe, table: EMTable, stem: Path, output: Output) -> None
         wide = wide[cluster_order(matrix.values)]
         matrix = concurrence_matrix(wide, method)
     _write_text(stem.with_suffix(".csv"), matrix_csv(matrix.values), output)
-    figure = concurrence_heatmap(matrix.values, counts=matrix.counts, title=recipe.title, value_label=METHOD_LABELS[method],
-                                 names=table.labels.benchmark_names(wide.columns))
+    figure = concurrence_heatmap(
+        matrix.values,
+        counts=matrix.counts,
+        title=recipe.title,
+        value_label=METHOD_LABELS[method],
+        names=table.labels.benchmark_names(wide.columns),
+    )
     output.paths.extend(save_figure(figure, stem))
 
 
 def _downsampling(recipe: Recipe, table: EMTable, stem: Path, output: Output) -> None:
     sizes = {bench: size for bench, size in recipe.options["sizes"].items() if bench in table.wide.columns}
     _need(table, list(recipe.options["sizes"]))
-    figure = downsampling_curves(table.wide[list(sizes)], sizes, families=table.approach_families(),
-                                 names=table.labels.approach_names(table.wide.index), title=recipe.title)
+    figure = downsampling_curves(
+        table.wide[list(sizes)],
+        sizes,
+        families=table.approach_families(),
+        names=table.labels.approach_names(table.wide.index),
+        title=recipe.title,
+    )
     output.paths.extend(save_figure(figure, stem))
 
 
@@ -162,21 +183,41 @@ def _perfect_or_chance(recipe: Recipe, table: EMTable, stem: Path, output: Outpu
     perfect, chance = recipe.options["perfect"], recipe.options["chance"]
     counts = perfect_or_chance_counts(table.wide, benches, perfect, chance)
     _write_text(stem.with_suffix(".csv"), counts.to_csv(index=False), output)
-    figure = perfect_or_chance(table.wide, benches, families=table.approach_families(), names=table.labels.approach_names(table.wide.index),
-                               perfect=perfect, chance=chance, title=recipe.title)
+    figure = perfect_or_chance(
+        table.wide,
+        benches,
+        families=table.approach_families(),
+        names=table.labels.approach_names(table.wide.index),
+        perfect=perfect,
+        chance=chance,
+        title=recipe.title,
+    )
     output.paths.extend(save_figure(figure, stem))
 
 
 def _approach_count(recipe: Recipe, table: EMTable, stem: Path, output: Output) -> None:
     options = recipe.options
     others = _anchor(table, options["reference"])
-    curve = approach_count_curve(table.wide, options["reference"], others, options["method"], options["counts"],
-                                 draws=options["draws"], seed=options["seed"], confidence=recipe.bootstrap.confidence)
+    curve = approach_count_curve(
+        table.wide,
+        options["reference"],
+        others,
+        options["method"],
+        options["counts"],
+        draws=options["draws"],
+        seed=options["seed"],
+        confidence=recipe.bootstrap.confidence,
+    )
     if curve.empty:
         raise Skip(f"fewer approaches than the smallest subset size {min(options['counts'])}")
     _write_text(stem.with_suffix(".csv"), curve.round(CSV_DECIMALS).to_csv(index=False), output)
-    figure = approach_count_figure(curve, reference=options["reference"], value_label=METHOD_LABELS[options["method"]],
-                                   names=table.labels.benchmark_names(table.wide.columns), title=recipe.title)
+    figure = approach_count_figure(
+        curve,
+        reference=options["reference"],
+        value_label=METHOD_LABELS[options["method"]],
+        names=table.labels.benchmark_names(table.wide.columns),
+        title=recipe.title,
+    )
     output.paths.extend(save_figure(figure, stem))
 
 
@@ -189,14 +230,35 @@ def _robustness(recipe: Recipe, table: EMTable, stem: Path, output: Output) -> N
     for other in others:
         pair = values[[x_bench, other]].dropna()
         for scaling in recipe.options["scalings"]:
-            fit = fit_effective_robustness(pair[x_bench].to_numpy(), pair[other].to_numpy(), scaling=scaling,
-                                           n_resamples=recipe.bootstrap.n_resamples, seed=recipe.bootstrap.seed,
-                                           confidence=recipe.bootstrap.confidence)
-            fits.append({"benchmark": other, "scaling": scaling, "n": fit.n, "slope": fit.slope, "intercept": fit.intercept, "r2": fit.r2,
-                         "mean_effective_robustness": float(fit.effective_robustness.mean())})
+            fit = fit_effective_robustness(
+                pair[x_bench].to_numpy(),
+                pair[other].to_numpy(),
+                scaling=scaling,
+                n_resamples=recipe.bootstrap.n_resamples,
+                seed=recipe.bootstrap.seed,
+                confidence=recipe.bootstrap.confidence,
+            )
+            fits.append(
+                {
+                    "benchmark": other,
+                    "scaling": scaling,
+                    "n": fit.n,
+                    "slope": fit.slope,
+                    "intercept": fit.intercept,
+                    "r2": fit.r2,
+                    "mean_effective_robustness": float(fit.effective_robustness.mean()),
+                }
+            )
             names = table.labels.benchmark_names([x_bench, other])
-            figure = robustness_figure(pair[x_bench].to_numpy(), pair[other].to_numpy(), list(table.labels.approach_names(pair.index).values()), fit,
-                                       x_label=f"{names[x_bench]} {metric}", y_label=f"{names[other]} {metric}", title=f"{recipe.title} ({scaling})")
+            figure = robustness_figure(
+                pair[x_bench].to_numpy(),
+                pair[other].to_numpy(),
+                list(table.labels.approach_names(pair.index).values()),
+                fit,
+                x_label=f"{names[x_bench]} {metric}",
+                y_label=f"{names[other]} {metric}",
+                title=f"{recipe.title} ({scaling})",
+            )
             output.paths.extend(save_figure(figure, stem.with_name(f"{stem.name}-{other}-{scaling}")))
     _write_text(stem.with_suffix(".csv"), pd.DataFrame(fits).round(CSV_DECIMALS).to_csv(index=False), output)
 

@@ -130,8 +130,13 @@ def _options(top: Table, kind: str) -> dict[str, Any]:
         counts = top.get("counts", list, required=True)
         if not counts or not all(isinstance(count, int) and count >= 3 for count in counts):
             raise top.error("counts", "must be a list of subset sizes, each at least 3")
-        return {"reference": top.get("reference", str, required=True), "method": Method(top.choice("method", tuple(Method), Method.kendall.value)),
-                "counts": counts, "draws": _positive(top, "draws", None), "seed": top.get("seed", int, 0)}
+        return {
+            "reference": top.get("reference", str, required=True),
+            "method": Method(top.choice("method", tuple(Method), Method.kendall.value)),
+            "counts": counts,
+            "draws": _positive(top, "draws", None),
+            "seed": top.get("seed", int, 0),
+        }
     scalings = top.get("scalings", list, list(SCALINGS))
     for scaling in scalings:
         if scaling not in SCALINGS:
