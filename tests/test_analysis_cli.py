@@ -42,49 +42,19 @@ def test_matrix_csv_contract_on_the_reference():
 
 
 def test_matrix_families_pearson_json_and_ci():
-    result = concur(
-        "matrix",
-        "--results",
-        "liu2023",
-        "--benches",
-        "downsampled",
-        "--approaches",
-        "pretrained",
-        "--corr",
-        "pearson",
-        "--ci",
-        "--resamples",
-        "500",
-        "--format",
-        "json",
-    )
+    args = ["matrix", "--results", "liu2023", "--benches", "downsampled", "--approaches", "pretrained", "--corr", "pearson"]
+    args += ["--ci", "--resamples", "500", "--format", "json"]
+    result = concur(*args)
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout)
     assert payload["benchmarks"] == ["squad-1k", "squad-10k", "squad-20k", "squad-40k", "squad-60k"]
     assert len(payload["approaches"]) == 10 and payload["counts"][0][1] == 10
     first, second = reference_em("squad-1k"), reference_em("squad-60k")
-    pretrained = [a for a in payload["approaches"]]
+    pretrained = payload["approaches"]
     expected = stats.pearsonr([first[a] for a in pretrained], [second[a] for a in pretrained]).statistic
     assert payload["values"][0][4] == pytest.approx(expected, abs=1e-6)
     assert payload["ci"]["lower"][0][4] <= payload["values"][0][4] <= payload["ci"]["upper"][0][4]
-    again = json.loads(
-        concur(
-            "matrix",
-            "--results",
-            "liu2023",
-            "--benches",
-            "downsampled",
-            "--approaches",
-            "pretrained",
-            "--corr",
-            "pearson",
-            "--ci",
-            "--resamples",
-            "500",
-            "--format",
-            "json",
-        ).stdout
-    )
+    again = json.loads(concur(*args).stdout)
     assert again["ci"] == payload["ci"]  # seeded
 
 

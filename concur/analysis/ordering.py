@@ -29,7 +29,7 @@ def family_order(
     *,
     scores: Mapping[str, float] | None = None,
 ) -> list[str]:
-    """Ids grouped by family in `family_rank` order, unknown families last (grouped by name).
+    """Ids grouped by family in `family_rank` order; other families follow by name, ids without a family last.
 
     Within a family, ids with higher `scores` come first when scores are given (missing
     scores last), so a legend can follow the lines it labels; ties, and everything when
@@ -39,9 +39,10 @@ def family_order(
 
     def key(item: str) -> tuple:
         family = families.get(item, "")
+        position = rank.get(family, len(rank) if family else len(rank) + 1)
         score = math.nan if scores is None else float(scores.get(item, math.nan))
         missing = math.isnan(score)
-        return (rank.get(family, len(rank)), "" if family in rank else family, missing, 0.0 if missing else -score, natural_key(item))
+        return (position, "" if family in rank else family, missing, 0.0 if missing else -score, natural_key(item))
 
     return sorted(ids, key=key)
 

@@ -57,6 +57,16 @@ def load(state: Settings, results: list[str], source_dir: list[Path] | None) -> 
     return load_results(results, store_path=state.workspace().db_path, locator=state.locator(source_dir))
 
 
+def write_output(text: str, out_file: Path | None) -> None:
+    """Text to stdout, or atomically to a file (never a half-written file on failure)."""
+    if out_file is None:
+        print(text, end="")
+        return
+    with atomic_open(out_file, "wt") as handle:
+        handle.write(text)
+    err.print(f"wrote {out_file}")
+
+
 def report_notes(table: EMTable) -> None:
     for note in table.notes:
         err.print(f"note: {note}", markup=False, highlight=False)
@@ -126,12 +136,7 @@ def _emit(estimate: ConcurrenceMatrix, with_ci: MatrixWithCI | None, fmt: Matrix
         text = matrix_latex(cell_texts(estimate, with_ci), f"{METHOD_LABELS[estimate.method]} concurrence between benchmarks.")
     else:
         text = matrix_markdown(cell_texts(estimate, with_ci))
-    if out_file is None:
-        print(text, end="")
-    else:
-        with atomic_open(out_file, "wt") as handle:
-            handle.write(text)
-        err.print(f"wrote {out_file}")
+    write_output(text, out_file)
 
 
 def compare(
@@ -219,10 +224,4 @@ def results_table(
     loaded = load(settings(ctx), results, source_dir)
     for note in loaded.notes:
         err.print(f"note: {note}", markup=False, highlight=False)
-    text = loaded.frame.to_csv(index=False)
-    if out_file is None:
-        print(text, end="")
-    else:
-        with atomic_open(out_file, "wt") as handle:
-            handle.write(text)
-        err.print(f"wrote {out_file} ({len(loaded.frame)} rows)")
+    write_output(loaded.frame.to_csv(index=False), out_file)

@@ -9,13 +9,15 @@ spec), never from this module.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import groupby
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.colors import Colormap
 from matplotlib.figure import Figure
-from matplotlib.patches import Patch
 
 from concur.analysis.ordering import family_order
 from concur.plots.heatmap import MISSING_TEXT, annotated_heatmap, text_color_on
@@ -29,7 +31,7 @@ COLORBAR_INCHES = 0.25
 LABEL_ROOM_INCHES = (3.2, 2.4)  # approach names and family labels (width); task names, legend and title (height)
 ANNOTATION_FONT_SIZE = 7
 MARGINAL_FONT_SIZE = 7
-MIN_COUNT_TO_PRINT = 2  # a bar segment this tall (in approaches) has room for its number
+MIN_SEGMENT_TO_PRINT = 0.1  # a bar segment at least this fraction of the bars' height has room for its number
 BAR_WIDTH = 0.8
 BETWEEN_COLOR = "0.85"
 FAMILY_RULE_WIDTH = 2.5  # white gap between the families' rows
@@ -103,25 +105,19 @@ def _format_em(value: float) -> str:
     return MISSING_TEXT if np.isnan(value) else f"{value:.1f}"
 
 
-def _mark_families(ax, row_families: list[str]) -> None:
-    """A white rule between families' rows and each family's name beside its block."""
+def _mark_families(ax: Axes, row_families: list[str]) -> None:
+    """A white rule between the families' blocks of rows and each family's name beside its block."""
     start = 0
-    for end in [*(index for index in range(1, len(row_families)) if row_families[index] != row_families[index - 1]), len(row_families)]:
-        if end < len(row_families):
-            ax.axhline(end, color="white", linewidth=FAMILY_RULE_WIDTH)
-        ax.text(
-            1 + FAMILY_LABEL_PAD,
-            (start + end) / 2,
-            row_families[start] or NO_FAMILY_LABEL,
-            transform=ax.get_yaxis_transform(),
-            rotation=270,
-            ha="left",
-            va="center",
-        )
+    for family, members in groupby(row_families):
+        end = start + len(list(members))
+        if start:
+            ax.axhline(start, color="white", linewidth=FAMILY_RULE_WIDTH)
+        label = family or NO_FAMILY_LABEL
+        ax.text(1 + FAMILY_LABEL_PAD, (start + end) / 2, label, transform=ax.get_yaxis_transform(), rotation=270, ha="left", va="center")
         start = end
 
 
-def _draw_marginal(ax, counts: pd.DataFrame, perfect: float, chance: float, cmap) -> None:
+def _draw_marginal(ax: Axes, counts: pd.DataFrame, perfect: float, chance: float, cmap: Colormap) -> None:
     """Stacked bars per task: at chance (bottom), in between, perfect (top), in the heatmap's colours."""
     centres = np.arange(len(counts)) + 0.5
     bottom = np.zeros(len(counts))
@@ -134,7 +130,7 @@ def _draw_marginal(ax, counts: pd.DataFrame, perfect: float, chance: float, cmap
         heights = counts[column].to_numpy(dtype=float)
         ax.bar(centres, heights, bottom=bottom, width=BAR_WIDTH, color=color, edgecolor="white", linewidth=0.5, label=label)
         for centre, base, height in zip(centres, bottom, heights):
-            if height >= MIN_COUNT_TO_PRINT:
+            if height > 0 and height >= MIN_SEGMENT_TO_PRINT * counts["n"].max():
                 ax.text(
                     centre,
                     base + height / 2,
@@ -149,5 +145,5 @@ def _draw_marginal(ax, counts: pd.DataFrame, perfect: float, chance: float, cmap
     ax.set_ylim(0, max(1.0, bottom.max()))
     ax.tick_params(labelbottom=False, length=0)
     ax.grid(axis="x", visible=False)
-    handles = [Patch(facecolor=color, label=label) for _, label, color in segments[::-1]]
-    ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 1.02), ncol=len(handles), frameon=False, borderaxespad=0.0)
+    handles, labels = ax.get_legend_handles_labels()  # listed top segment first, as stacked; above all, as few tasks make a narrow plot
+    ax.figure.legend(handles[::-1], labels[::-1], loc="outside upper center", ncol=len(handles), frameon=False)

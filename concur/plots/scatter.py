@@ -18,6 +18,7 @@ import pandas as pd
 from matplotlib import patheffects
 from matplotlib.axes import Axes
 from matplotlib.backend_bases import RendererBase
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.text import Annotation, Text
 from matplotlib.transforms import Bbox
@@ -172,7 +173,8 @@ def _place_labels(panels: Sequence[_Panel]) -> None:
     """Name every point once the figure's layout is final (positions in pixels depend on it)."""
     if not panels:
         return
-    canvas = panels[0].ax.figure.canvas
+    root = panels[0].ax.figure.figure  # the top-level figure, also for an axes in a subfigure
+    canvas = root.canvas if isinstance(root.canvas, FigureCanvasAgg) else FigureCanvasAgg(root)  # a bare Figure() has no renderer
     canvas.draw()
     renderer = canvas.get_renderer()
     for panel in panels:
