@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from itertools import combinations
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
@@ -17,10 +18,10 @@ from concur.plots.babi import perfect_or_chance, perfect_or_chance_counts
 from concur.plots.curves import downsampling_curves, size_label
 from concur.plots.heatmap import ANNOTATE_AT_MOST, concurrence_heatmap
 from concur.plots.scatter import POINT_LABEL_GID, pair_scatter, scatter_grid
-from concur.plots.style import APPROACH_FAMILIES, BENCHMARK_FAMILIES, save_figure
+from concur.plots.style import save_figure
+from concur.registry.specs import APPROACH_FAMILIES, BENCHMARK_FAMILIES
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-BENCHES = ("squad", "mrqa-newsqa", "qamr", "cbt-cn")
 FAMILIES = {
     "bert-base": "pretrained",
     "roberta-large": "pretrained",
@@ -36,10 +37,17 @@ FAMILIES = {
 NAMES = {"bert-base": "BERT (base)", "roberta-large": "RoBERTa (large)", "squad": "SQuAD"}
 
 
+@pytest.fixture(autouse=True)
+def close_figures():
+    """Figures a test did not save stay open in pyplot; close them so they do not pile up."""
+    yield
+    plt.close("all")
+
+
 @pytest.fixture
 def wide() -> pd.DataFrame:
     """Six approaches x four benchmarks of EM; QANet has no CBT score."""
-    table = pd.DataFrame(
+    return pd.DataFrame(
         {
             "squad": [80.8, 88.9, 84.5, 67.7, 66.4, 73.6],
             "mrqa-newsqa": [52.1, 58.9, 55.0, 43.5, 44.7, 47.0],
@@ -48,7 +56,6 @@ def wide() -> pd.DataFrame:
         },
         index=["bert-base", "roberta-large", "electra-base", "bidaf", "rasor", "qanet"],
     )
-    return table
 
 
 def labels_of(fig: Figure) -> list[str]:
@@ -62,6 +69,15 @@ def name_boxes(ax) -> list:
 
 def points_of(ax) -> int:
     return sum(len(collection.get_offsets()) for collection in ax.collections if isinstance(collection, PathCollection))
+
+
+def draw(fig: Figure) -> Figure:
+    fig.canvas.draw()
+    return fig
+
+
+def no_overlaps(boxes) -> bool:
+    return not any(first.overlaps(second) for first, second in combinations(boxes, 2))
 
 
 def assert_saves(fig: Figure, tmp_path, stem: str) -> None:
@@ -161,15 +177,6 @@ def test_heatmap_reports_a_constant_count_once_and_drops_numbers_on_huge_matrice
     assert len(big_fig.axes[0].texts) == 0
     assert big_fig.get_size_inches()[0] > fig.get_size_inches()[0]
     assert no_overlaps([label.get_window_extent() for label in draw(big_fig).axes[0].get_yticklabels()])
-
-
-def draw(fig: Figure) -> Figure:
-    fig.canvas.draw()
-    return fig
-
-
-def no_overlaps(boxes) -> bool:
-    return not any(first.overlaps(second) for first, second in combinations(boxes, 2))
 
 
 # ---- scatter --------------------------------------------------------------------------
@@ -290,5 +297,7 @@ def test_perfect_or_chance_figure(babi, tmp_path):
     rows = [label.get_text() for label in heat.get_yticklabels()]
     assert rows == ["BERT (base)", "RoBERTa (large)", "electra-base", "qanet", "bidaf", "rasor"]  # family, then mean EM
     assert len(marginal.patches) == 3 * 2
-    assert [text.get_text() for text in fig.legends[0].get_texts()] == ["≥ 95 EM (perfect)", "in between", "≤ 30 EM (chance)"]
+    assert sorted(text.get_text() for text in marginal.texts) == ["1", "1", "2", "2", "2", "3"]  # the counts above, on their bars
+    key = next(ax for ax in fig.axes if ax.get_legend() is not None)
+    assert [text.get_text() for text in key.get_legend().get_texts()] == ["≥ 95 EM (perfect)", "in between", "≤ 30 EM (chance)"]
     assert_saves(fig, tmp_path, "babi")

@@ -193,7 +193,7 @@ def compare(
         first,
         second,
         families=table.approach_families(),
-        names=table.labels.approach_names(table.wide.index),
+        names={**table.labels.approach_names(table.wide.index), **table.labels.benchmark_names([first, second])},
         stats="\n".join(stats_lines),
     )
     paths = save_figure(figure, stem)

@@ -28,7 +28,8 @@ EM_LIMITS = (0.0, 100.0)
 CELL_INCHES = (0.62, 0.27)  # width of a task column, height of an approach row
 MARGINAL_INCHES = 1.2
 COLORBAR_INCHES = 0.25
-LABEL_ROOM_INCHES = (3.2, 2.4)  # approach names and family labels (width); task names, legend and title (height)
+KEY_INCHES = 1.6  # the bars' legend, beside them and above the colour bar
+LABEL_ROOM_INCHES = (3.2, 1.8)  # approach names and family labels (width); task names and title (height)
 ANNOTATION_FONT_SIZE = 7
 MARGINAL_FONT_SIZE = 7
 MIN_SEGMENT_TO_PRINT = 0.1  # a bar segment at least this fraction of the bars' height has room for its number
@@ -67,7 +68,7 @@ def perfect_or_chance(
     rows, columns = table.shape
     cmap = mpl.colormaps[SEQUENTIAL_CMAP]
     heat_width, heat_height = CELL_INCHES[0] * max(columns, 1), CELL_INCHES[1] * max(rows, 1)
-    figsize = (heat_width + COLORBAR_INCHES + LABEL_ROOM_INCHES[0], heat_height + MARGINAL_INCHES + LABEL_ROOM_INCHES[1])
+    figsize = (heat_width + COLORBAR_INCHES + KEY_INCHES + LABEL_ROOM_INCHES[0], heat_height + MARGINAL_INCHES + LABEL_ROOM_INCHES[1])
     with figure_style():
         fig = plt.figure(figsize=figsize, layout="constrained")
         grid = fig.add_gridspec(2, 2, height_ratios=(MARGINAL_INCHES, heat_height), width_ratios=(heat_width, COLORBAR_INCHES))
@@ -87,7 +88,7 @@ def perfect_or_chance(
             colorbar_ax=fig.add_subplot(grid[1, 1]),
         )
         _mark_families(ax, [families.get(item, "") for item in order])
-        _draw_marginal(marginal, counts, perfect, chance, cmap)
+        _draw_marginal(marginal, fig.add_subplot(grid[0, 1]), counts, perfect, chance, cmap)
         if title:
             fig.suptitle(title)
     return fig
@@ -117,8 +118,8 @@ def _mark_families(ax: Axes, row_families: list[str]) -> None:
         start = end
 
 
-def _draw_marginal(ax: Axes, counts: pd.DataFrame, perfect: float, chance: float, cmap: Colormap) -> None:
-    """Stacked bars per task: at chance (bottom), in between, perfect (top), in the heatmap's colours."""
+def _draw_marginal(ax: Axes, key: Axes, counts: pd.DataFrame, perfect: float, chance: float, cmap: Colormap) -> None:
+    """Stacked bars per task: at chance (bottom), in between, perfect (top), in the heatmap's colours; their legend in `key`."""
     centres = np.arange(len(counts)) + 0.5
     bottom = np.zeros(len(counts))
     segments = (
@@ -126,24 +127,19 @@ def _draw_marginal(ax: Axes, counts: pd.DataFrame, perfect: float, chance: float
         ("between", "in between", BETWEEN_COLOR),
         ("perfect", f"≥ {perfect:g} EM (perfect)", cmap(1.0)),
     )
+    smallest_printed = max(MIN_SEGMENT_TO_PRINT * counts["n"].max(), 1)
     for column, label, color in segments:
         heights = counts[column].to_numpy(dtype=float)
         ax.bar(centres, heights, bottom=bottom, width=BAR_WIDTH, color=color, edgecolor="white", linewidth=0.5, label=label)
-        for centre, base, height in zip(centres, bottom, heights):
-            if height > 0 and height >= MIN_SEGMENT_TO_PRINT * counts["n"].max():
-                ax.text(
-                    centre,
-                    base + height / 2,
-                    f"{height:.0f}",
-                    ha="center",
-                    va="center",
-                    fontsize=MARGINAL_FONT_SIZE,
-                    color=text_color_on(color),
-                )
+        for centre, middle, height in zip(centres, bottom + heights / 2, heights):
+            if height >= smallest_printed:
+                text = f"{height:.0f}"
+                ax.text(centre, middle, text, ha="center", va="center", fontsize=MARGINAL_FONT_SIZE, color=text_color_on(color))
         bottom += heights
     ax.set_ylabel("approaches")
     ax.set_ylim(0, max(1.0, bottom.max()))
     ax.tick_params(labelbottom=False, length=0)
     ax.grid(axis="x", visible=False)
-    handles, labels = ax.get_legend_handles_labels()  # listed top segment first, as stacked; above all, as few tasks make a narrow plot
-    ax.figure.legend(handles[::-1], labels[::-1], loc="outside upper center", ncol=len(handles), frameon=False)
+    handles, labels = ax.get_legend_handles_labels()
+    key.axis("off")
+    key.legend(handles[::-1], labels[::-1], loc="center left", frameon=False, borderaxespad=0.0)  # top segment first, as stacked

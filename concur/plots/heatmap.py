@@ -18,6 +18,7 @@ from matplotlib.axes import Axes
 from matplotlib.collections import QuadMesh
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
+from matplotlib.typing import ColorType
 
 from concur.plots.style import HEATMAP_CMAP, display_name, figure_style
 
@@ -60,7 +61,9 @@ def concurrence_heatmap(
     largest = max(rows, columns, 1)
     cell = min(CELL_INCHES, MAX_MATRIX_INCHES / largest)
     matrix_width, matrix_height = (max(MIN_MATRIX_INCHES, cell * count) for count in (columns, rows))
-    texts = _cell_texts(matrix, counts) if annotate and largest <= ANNOTATE_AT_MOST else None
+    aligned = None if counts is None else counts.reindex(index=matrix.index, columns=matrix.columns)
+    single = None if aligned is None else _single_count(aligned)
+    texts = _cell_texts(matrix, None if single is not None else aligned) if annotate and largest <= ANNOTATE_AT_MOST else None
     fontsize = ANNOTATION_FONT_SIZE if largest <= SMALL_FONT_ABOVE else SMALL_ANNOTATION_FONT_SIZE
     with figure_style():
         fig = plt.figure(figsize=(matrix_width + LABEL_ROOM_INCHES, matrix_height + LABEL_ROOM_INCHES), layout="constrained")
@@ -76,7 +79,7 @@ def concurrence_heatmap(
             fontsize=fontsize,
             xticklabels=[display_name(item, names) for item in matrix.columns],
             yticklabels=[display_name(item, names) for item in matrix.index],
-            colorbar_label=_colorbar_label(value_label, counts),
+            colorbar_label=value_label if single is None else f"{value_label} (n = {single})",
             square=True,
             colorbar_ax=colorbar_ax,
         )
@@ -132,11 +135,13 @@ def annotated_heatmap(
         cbar_ax=colorbar_ax,
         cbar_kws={"label": colorbar_label},
     )
-    mesh = ax.collections[0]
+    mesh = ax.collections[-1]
     ax.grid(False)
     ax.tick_params(length=0)
-    ax.set_xticklabels(ax.get_xticklabels(), rotation=X_LABEL_ROTATION, ha="right", rotation_mode="anchor")
-    ax.set_yticklabels(ax.get_yticklabels(), rotation=0)
+    for label in ax.get_xticklabels():
+        label.set(rotation=X_LABEL_ROTATION, horizontalalignment="right", rotation_mode="anchor")
+    for label in ax.get_yticklabels():
+        label.set(rotation=0)
     if texts is not None:
         colors = mesh.cmap(mesh.norm(data))
         for (row, column), text in np.ndenumerate(texts):
@@ -145,18 +150,17 @@ def annotated_heatmap(
     return mesh
 
 
-def text_color_on(background) -> str:
+def text_color_on(background: ColorType) -> str:
     """Dark text on light colours, white on dark ones, by relative luminance."""
     return LIGHT_TEXT if sns.utils.relative_luminance(background) < LIGHT_TEXT_LUMINANCE else DARK_TEXT
 
 
 def _cell_texts(matrix: pd.DataFrame, counts: pd.DataFrame | None) -> np.ndarray:
-    """'0.81', or '0.81\\nn=14' where counts vary; 'n/a' for a missing value."""
+    """'0.81', or '0.81\\nn=14' with `counts` (aligned with `matrix`); 'n/a' for a missing value."""
     texts = np.vectorize(_format_value, otypes=[object])(matrix.to_numpy(dtype=float))
-    if counts is None or _single_count(counts) is not None:
+    if counts is None:
         return texts
-    aligned = counts.reindex(index=matrix.index, columns=matrix.columns).to_numpy(dtype=float)
-    for cell, count in np.ndenumerate(aligned):
+    for cell, count in np.ndenumerate(counts.to_numpy(dtype=float)):
         if not np.isnan(count):
             texts[cell] = f"{texts[cell]}\nn={int(count)}"
     return texts
@@ -174,8 +178,3 @@ def _single_count(counts: pd.DataFrame) -> int | None:
     present = pd.unique(counts.to_numpy(dtype=float).ravel())
     present = present[~np.isnan(present)]
     return int(present[0]) if len(present) == 1 else None
-
-
-def _colorbar_label(value_label: str, counts: pd.DataFrame | None) -> str:
-    single = None if counts is None else _single_count(counts)
-    return value_label if single is None else f"{value_label} (n = {single})"

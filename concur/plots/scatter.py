@@ -2,8 +2,8 @@
 
 A concurrence coefficient summarises such a plot; the plot shows which approaches break
 the trend, so every point carries its approach's name. Names are placed by a small
-deterministic search (nearest free spot around the point, crowded points first), which
-avoids the worst overlaps without a label-placement dependency.
+deterministic search over spots around each point (farther ones joined by a leader line),
+scored by what a name would cover, which avoids overlaps without a label-placement dependency.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ AXES_MARGIN = 0.1  # room inside the axes for the names of the outermost points
 POINT_LABEL_GID = "point-label"  # tags the approach names, so callers and tests can find them
 POINT_LABEL_FONT_SIZE = 7
 POINT_LABEL_COLOR = "0.15"
-LABEL_HALO = [patheffects.withStroke(linewidth=2.0, foreground="white")]  # keeps names legible over grid and leader lines
+LABEL_HALO = (patheffects.withStroke(linewidth=2.0, foreground="white"),)  # keeps names legible over grid and leader lines
 LEADER_COLOR = "0.55"
 LEADER_WIDTH = 0.5
 # distances from a marker's edge tried for its name, nearest first; beyond the first, a leader line joins them
@@ -197,7 +197,7 @@ def _label_panel(panel: _Panel, renderer: RendererBase) -> None:
     with_leader = gaps > LABEL_GAPS_POINTS[0]
     sizes = np.array([_text_size(ax, panel, index, renderer) for index in range(len(points))]).reshape(-1, 2)
     anchors = points[:, None, :] + offsets[None] * pixels_per_point
-    lower = anchors - sizes[:, None, :] * (1.0 - directions[None]) / 2.0  # the alignment `_aim` gives the text
+    lower = anchors - sizes[:, None, :] * (1.0 - directions[None]) / 2.0  # the alignment `_name` gives the text
     pad = LABEL_PAD_POINTS * pixels_per_point
     boxes = np.concatenate([lower - pad, lower + sizes[:, None, :] + pad], axis=2)
     leader_ends = np.where(with_leader[None, :, None], anchors, points[:, None, :])  # no leader: a segment of length 0
@@ -222,10 +222,10 @@ def _choose(
     """The chosen candidate per name: greedy in `order`, then passes that re-place each name against all the others.
 
     Costs are areas in pixels^2: a name over another name, a point (`MARKER_PENALTY`), the
-    stats box, or outside the axes (`OUTSIDE_PENALTY`), plus `COLLISION_POINTS` squared
-    per name or point touched; leader lines by their length and
-    where they cross names, points or each other (`LEADER_*`). The cheapest candidate wins,
-    the nearest on ties, so a name moves away from its point only when that avoids covering something.
+    stats box, or outside the axes (`OUTSIDE_PENALTY`), plus `COLLISION_POINTS` squared per
+    name or point touched; leader lines by their length and where they cross names, points
+    or each other (`LEADER_*`). The cheapest candidate wins, the nearest on ties, so a name
+    moves away from its point only when that avoids covering something.
     """
     count, candidates = boxes.shape[:2]
     crossing = LEADER_CROSSING_POINTS * pixels_per_point
