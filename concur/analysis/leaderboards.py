@@ -26,6 +26,7 @@ shifted-set scores; the notes list them with the reason.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import tomllib
@@ -412,10 +413,8 @@ def _number(value: Any, origin: str, where: str, *, required: bool = False) -> f
     if value is None and not required:
         return None
     if not isinstance(value, bool) and isinstance(value, int | float | str):
-        try:
+        with contextlib.suppress(ValueError):  # not numeric text: reported below
             return float(value)
-        except ValueError:
-            pass
     raise DataFormatError(origin, f"{where}: score must be a number, got {value!r}")
 
 
