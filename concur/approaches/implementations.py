@@ -28,6 +28,34 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
         hparams="concur.approaches.hf_span.hparams:HFSpanHParams",
         approach="concur.approaches.hf_span.approach:HFSpanApproach",
     ),
+    "bidaf": Implementation(
+        hparams="concur.approaches.reader.hparams.bidaf:BidafHParams",
+        approach="concur.approaches.reader.models.bidaf:BidafApproach",
+    ),
+    "rasor": Implementation(
+        hparams="concur.approaches.reader.hparams.rasor:RasorHParams",
+        approach="concur.approaches.reader.models.rasor:RasorApproach",
+    ),
+    "docreader": Implementation(
+        hparams="concur.approaches.reader.hparams.docreader:DocReaderHParams",
+        approach="concur.approaches.reader.models.docreader:DocReaderApproach",
+    ),
+    "bidaf-pp": Implementation(
+        hparams="concur.approaches.reader.hparams.bidaf_pp:BidafPPHParams",
+        approach="concur.approaches.reader.models.bidaf_pp:BidafPPApproach",
+    ),
+    "mnemonic-reader": Implementation(
+        hparams="concur.approaches.reader.hparams.mnemonic_reader:MnemonicReaderHParams",
+        approach="concur.approaches.reader.models.mnemonic_reader:MnemonicReaderApproach",
+    ),
+    "qanet": Implementation(
+        hparams="concur.approaches.reader.hparams.qanet:QANetHParams",
+        approach="concur.approaches.reader.models.qanet:QANetApproach",
+    ),
+    "fusionnet": Implementation(
+        hparams="concur.approaches.reader.hparams.fusionnet:FusionNetHParams",
+        approach="concur.approaches.reader.models.fusionnet:FusionNetApproach",
+    ),
 }
 
 

@@ -10,7 +10,6 @@ everything is fp32 and a seed fixes every loss and prediction.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import time
 from itertools import chain, count, islice
@@ -19,13 +18,15 @@ from typing import Any
 import numpy as np
 
 from concur.approaches.base import RunContext, TrainReport
-from concur.approaches.hf_span.batching import length_grouped_batches, pad_batch, pad_multiple, sorted_batches, split_batch
+from concur.approaches.batches import length_grouped_batches, sorted_batches, split_batch
+from concur.approaches.hf_span.batching import pad_batch, pad_multiple
 from concur.approaches.hf_span.decoding import answers, best_window_spans, span_masks
 from concur.approaches.hf_span.features import TrainFeatures, build_predict_features, build_train_features
 from concur.approaches.hf_span.hparams import HFSpanHParams
 from concur.approaches.hf_span.loading import LoadedModel, load_pretrained, model_settings
 from concur.approaches.hf_span.loss import span_loss
 from concur.approaches.hf_span.optimization import build_optimizer, build_scheduler, warmup_steps
+from concur.approaches.precision import autocast
 from concur.data.model import Split
 from concur.errors import ConcurError
 from concur.progress import task_progress
@@ -118,7 +119,7 @@ class HFSpanApproach:
             for step, batch in enumerate(islice(chain.from_iterable(epochs), total_steps), start=1):
                 for piece in split_batch(batch, context.per_device_batch_size):
                     inputs = _to(pad_batch(features.windows, piece, pad_id, pad_multiple(context.device)), context.device)
-                    with _autocast(context.device):
+                    with autocast(context.device):
                         output = model(**inputs)
                     loss = span_loss(
                         output.start_logits,
@@ -167,7 +168,7 @@ class HFSpanApproach:
             task = progress.add_task(f"predict {self.spec.id}", total=len(batches), status="")
             for indices in batches:
                 inputs = _to(pad_batch(features.windows, indices, pad_id, pad_multiple(context.device)), context.device)
-                with _autocast(context.device):
+                with autocast(context.device):
                     output = model(**inputs)
                 start_mask, end_mask = span_masks(features, indices, inputs["input_ids"].shape[1])
                 score, start, end = best_window_spans(
@@ -195,12 +196,3 @@ def _pad_id(pad_token_id: int | None) -> int:
 
 def _to(batch: dict[str, Any], device: str) -> dict[str, Any]:
     return {name: tensor.to(device, non_blocking=True) for name, tensor in batch.items()}
-
-
-def _autocast(device: str) -> contextlib.AbstractContextManager[Any]:
-    """bf16 autocast on CUDA (fp32 master weights); plain fp32 elsewhere."""
-    import torch
-
-    if device.startswith("cuda"):
-        return torch.autocast(device_type="cuda", dtype=torch.bfloat16)
-    return contextlib.nullcontext()

@@ -1,10 +1,4 @@
-"""Batches of windows: length-grouped and seeded for training, sorted for prediction, padded to fit.
-
-Padding every window to `max_seq_length` wastes most of the compute on short passages
-(bAbI, SQuAD's median passage); grouping windows of similar length and padding each batch
-only to its longest window keeps the arithmetic on real tokens. Training batches stay
-random: the grouping happens inside shuffled pools, and the batches are shuffled again.
-"""
+"""Padded tensors for batches of windows (the batch order itself is in concur.approaches.batches)."""
 
 from __future__ import annotations
 
@@ -15,42 +9,8 @@ import numpy as np
 
 from concur.approaches.hf_span.features import Windows
 
-# Batches per shuffled pool that is sorted by length before cutting: large enough to find
-# windows of similar length, small enough that batch order and content stay random.
-MEGABATCH_FACTOR = 50
 # Tensor cores work on tiles of 8 (bf16); padding GPU batches to a multiple of 8 keeps them busy.
 CUDA_PAD_MULTIPLE = 8
-
-
-def length_grouped_batches(lengths: np.ndarray, batch_size: int, rng: np.random.Generator) -> list[np.ndarray]:
-    """One epoch of training batches: shuffle, sort pools of ~50 batches by length, cut, shuffle the batches."""
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be positive, got {batch_size}")
-    order = rng.permutation(len(lengths))
-    pool = batch_size * MEGABATCH_FACTOR
-    batches: list[np.ndarray] = []
-    for first in range(0, len(order), pool):
-        members = order[first : first + pool]
-        members = members[np.argsort(-lengths[members], kind="stable")]
-        batches.extend(members[start : start + batch_size] for start in range(0, len(members), batch_size))
-    return [batches[i] for i in rng.permutation(len(batches))]
-
-
-def sorted_batches(lengths: np.ndarray, batch_size: int) -> list[np.ndarray]:
-    """Prediction batches of windows of similar length, longest first (so memory trouble shows at once)."""
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be positive, got {batch_size}")
-    order = np.argsort(-lengths, kind="stable")
-    return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
-
-
-def split_batch(batch: np.ndarray, per_device: int | None) -> list[np.ndarray]:
-    """Cut a batch into pieces of at most `per_device` windows (gradient accumulation, memory caps)."""
-    if per_device is None or per_device >= len(batch):
-        return [batch]
-    if per_device < 1:
-        raise ValueError(f"per-device batch size must be positive, got {per_device}")
-    return [batch[start : start + per_device] for start in range(0, len(batch), per_device)]
 
 
 def pad_batch(windows: Windows, indices: Sequence[int] | np.ndarray, pad_id: int, multiple: int = 1) -> dict[str, Any]:

@@ -1,0 +1,100 @@
+"""Do the non-pretrained readers really work? Train each on a benchmark, report EM next to a lexical baseline.
+
+Run: `python analysis/readers_check.py --bench babi-1` (the paper reports 100 EM for all ten
+readers on bAbI task 1), or `--bench squad-dev-carved` (real SQuAD questions: 80% of the
+MRQA SQuAD dev passages for training, 20% for testing; registered in checks/benchmarks/).
+`--set epochs=30` overrides hyperparameters of every approach (settings outside the spec
+are printed with the results); `--train-questions N` trains on a seeded sample of N
+questions; `--test-questions N` tests on a seeded sample. Prints one row per approach:
+EM, F1, trainable parameters, training time, the loss at the start and at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import torch
+
+from concur.approaches.base import RunContext, build_approach
+from concur.baselines import lexical_overlap_answers
+from concur.data.model import Split
+from concur.data.prepare import prepare
+from concur.data.sources import SourceLocator
+from concur.data.transforms import downsample
+from concur.metrics import evaluate
+from concur.registry.registry import default_registry
+from concur.workspace import Workspace, data_roots
+
+READERS = (
+    "rasor",
+    "bidaf",
+    "docreader",
+    "docreader-nofeat",
+    "bidaf-pp",
+    "mnemonic-reader",
+    "mnemonic-reader-nofeat",
+    "qanet",
+    "fusionnet",
+    "fusionnet-nofeat",
+)
+# The lexical baseline's setting (concur.baselines): spans of up to 2 tokens, words within 10 tokens.
+BASELINE_WINDOW, BASELINE_MAX_LENGTH = 10, 2
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bench", default="babi-1")
+    parser.add_argument("--approaches", default=",".join(READERS), help="comma-separated approach ids")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="hyperparameter override (JSON value)")
+    parser.add_argument("--train-questions", type=int, default=0, help="train on a seeded sample of this many questions")
+    parser.add_argument("--test-questions", type=int, default=0, help="test on a seeded sample of this many questions")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--vectors", type=Path, default=None, help="a GloVe/fastText file (default: each spec's offline stand-in)")
+    parser.add_argument("--source-dir", type=Path, action="append", default=[])
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    overrides = {name: json.loads(value) for name, value in (item.split("=", 1) for item in args.set)}
+    registry = default_registry([Path(__file__).parent / "checks"])
+    workspace = Workspace.resolve()
+    locator = SourceLocator(tuple(data_roots(tuple(args.source_dir))), workspace.cache_dir)
+    prepared, _ = prepare(registry.benchmark(args.bench), locator, workspace.data_dir)
+    train, test = prepared.load("train"), prepared.load("test")
+    if args.train_questions:
+        train = downsample(train, questions=args.train_questions, seed=args.seed)
+    if args.test_questions:
+        test = downsample(test, questions=args.test_questions, seed=args.seed)
+    gold = {question.qid: question.answers for _, question in test.questions()}
+    print(f"machine: {platform.machine()}, {args.threads} threads, {args.device}, torch {torch.__version__}")
+    print(f"{args.bench}: train {train.n_questions} questions / {train.n_passages} passages, test {test.n_questions} / {test.n_passages}")
+    if overrides:
+        print(f"overrides: {overrides}")
+    baseline = evaluate(gold, lexical_overlap_answers(test, BASELINE_WINDOW, BASELINE_MAX_LENGTH))
+    print(f"{'approach':24s} {'EM':>6s} {'F1':>6s} {'params':>11s} {'train s':>8s}  loss first -> last  vectors")
+    print(f"{'lexical-overlap':24s} {baseline.exact_match:6.1f} {baseline.f1:6.1f} {0:11,d} {0:8.0f}")
+    for approach_id in args.approaches.split(","):
+        print(_row(registry.approach(approach_id), overrides, train, test, gold, args), flush=True)
+
+
+def _row(spec, overrides: dict, train: Split, test: Split, gold: dict, args: argparse.Namespace) -> str:
+    hparams = {**spec.hparams, **{k: v for k, v in overrides.items() if k in spec.hparams}}
+    approach = build_approach(spec, hparams)
+    context = RunContext(device=args.device, seed=args.seed, log=lambda line: None, work_dir=Path("."), model_path=args.vectors)
+    started = time.perf_counter()
+    report = approach.train(train, context)
+    seconds = time.perf_counter() - started
+    scores = evaluate(gold, approach.predict(test, context))
+    details = report.details
+    losses = f"{report.losses[0]:7.3f} -> {report.losses[-1]:7.3f}"
+    row = f"{spec.id:24s} {scores.exact_match:6.1f} {scores.f1:6.1f} {details['parameters']:11,d} {seconds:8.0f}"
+    return f"{row}  {losses}  {details['word_vectors']}"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Non-pretrained neural readers (RaSoR, BiDAF, DrQA, ...) and what they share."""

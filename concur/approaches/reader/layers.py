@@ -1,0 +1,288 @@
+"""Layers several readers share, written once: embeddings, character CNN, highway, masked softmax,
+packed bidirectional RNNs, attention flow, self-attention, DrQA's attentions, span scoring.
+
+Everything works on padded batches with boolean masks (True on real tokens) and is
+vectorised over tokens and spans; the only Python loops run over layers or span lengths.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+# A logit that no real score reaches, but that stays finite in bf16/fp32 (so sums of two stay finite).
+MASKED = -1e30
+
+
+@dataclass
+class SpanLogits:
+    """What a reader returns: start and end logits over passage tokens, or scores of explicit spans.
+
+    `spans[b, i, d]` scores the span from token i to token i + d (RaSoR); start/end models
+    leave it None and the span scores are derived from `start` and `end`.
+    """
+
+    start: torch.Tensor | None = None  # (B, T)
+    end: torch.Tensor | None = None
+    spans: torch.Tensor | None = None  # (B, T, max_answer_length)
+
+
+def masked_softmax(logits: torch.Tensor, mask: torch.Tensor, dim: int = -1, log: bool = False) -> torch.Tensor:
+    """Softmax (in fp32) over the positions where `mask` is True; masked positions get (log-)probability ~0."""
+    logits = logits.float().masked_fill(~mask, MASKED)
+    return F.log_softmax(logits, dim=dim) if log else F.softmax(logits, dim=dim)
+
+
+class WordEmbedding(nn.Module):
+    """Word vectors whose first `n_tuned` rows train and the rest stay fixed (DrQA's partial fine-tuning).
+
+    Row 0 is padding and stays zero. `extend` appends fixed rows for words first met at
+    prediction time that the pretrained vectors cover.
+    """
+
+    def __init__(self, vectors: torch.Tensor, n_tuned: int) -> None:
+        super().__init__()
+        vectors = vectors.float().clone()
+        vectors[0] = 0
+        self.n_tuned = n_tuned
+        self.tuned = nn.Parameter(vectors[:n_tuned])
+        self.register_buffer("fixed", vectors[n_tuned:], persistent=True)
+
+    @property
+    def dim(self) -> int:
+        return self.tuned.shape[1]
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        tuned = F.embedding(ids.clamp(max=self.n_tuned - 1), self.tuned, padding_idx=0)
+        if self.fixed.shape[0] == 0:
+            return tuned
+        fixed = F.embedding((ids - self.n_tuned).clamp(min=0), self.fixed)
+        return torch.where((ids < self.n_tuned).unsqueeze(-1), tuned, fixed)
+
+    def extend(self, rows: torch.Tensor) -> None:
+        self.fixed = torch.cat([self.fixed, rows.to(self.fixed)], dim=0)
+
+
+class CharCNN(nn.Module):
+    """Character embeddings, a 1-D convolution over each word, ReLU and max-pooling over its characters."""
+
+    def __init__(self, n_chars: int, char_dim: int, filters: int, kernel: int) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(n_chars, char_dim, padding_idx=0)
+        self.conv = nn.Conv1d(char_dim, filters, kernel, padding="same")
+        self.out_dim = filters
+
+    def forward(self, chars: torch.Tensor) -> torch.Tensor:
+        batch, length, width = chars.shape
+        embedded = self.embedding(chars.reshape(batch * length, width)).transpose(1, 2)
+        features = F.relu(self.conv(embedded))
+        char_mask = chars.reshape(batch * length, 1, width) > 0
+        pooled = features.masked_fill(~char_mask, 0).amax(dim=-1)
+        return pooled.reshape(batch, length, -1)
+
+
+class Highway(nn.Module):
+    """Highway layers (Srivastava et al. 2015): y = g * relu(W x) + (1 - g) * x."""
+
+    def __init__(self, dim: int, layers: int) -> None:
+        super().__init__()
+        self.transforms = nn.ModuleList(nn.Linear(dim, dim) for _ in range(layers))
+        self.gates = nn.ModuleList(nn.Linear(dim, dim) for _ in range(layers))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for transform, gate in zip(self.transforms, self.gates):
+            g = torch.sigmoid(gate(x))
+            x = g * F.relu(transform(x)) + (1 - g) * x
+        return x
+
+
+class SequenceDropout(nn.Module):
+    """Dropout; `variational` shares one mask over all time steps of a sequence (Gal & Ghahramani 2016)."""
+
+    def __init__(self, p: float, variational: bool = False) -> None:
+        super().__init__()
+        self.p, self.variational = p, variational
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.p == 0:
+            return x
+        if not self.variational:
+            return F.dropout(x, self.p, training=True)
+        keep = x.new_empty(x.shape[0], 1, x.shape[2]).bernoulli_(1 - self.p) / (1 - self.p)
+        return x * keep
+
+
+class BiRNN(nn.Module):
+    """Stacked bidirectional LSTMs or GRUs over packed sequences (cuDNN skips the padding).
+
+    Dropout is applied to each layer's input; `concat_layers` returns every layer's output
+    side by side (DrQA), otherwise the top layer's.
+    """
+
+    def __init__(
+        self,
+        input_dim: int,
+        hidden: int,
+        layers: int,
+        dropout: float,
+        cell: str = "lstm",
+        variational: bool = False,
+        concat_layers: bool = False,
+    ) -> None:
+        super().__init__()
+        rnn = {"lstm": nn.LSTM, "gru": nn.GRU}[cell]
+        self.rnns = nn.ModuleList(
+            rnn(input_dim if i == 0 else 2 * hidden, hidden, batch_first=True, bidirectional=True) for i in range(layers)
+        )
+        self.dropout = SequenceDropout(dropout, variational)
+        self.concat_layers = concat_layers
+        self.out_dim = 2 * hidden * (layers if concat_layers else 1)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        lengths = mask.sum(dim=1).clamp(min=1).cpu()
+        outputs = []
+        for rnn in self.rnns:
+            packed = pack_padded_sequence(self.dropout(x), lengths, batch_first=True, enforce_sorted=False)
+            result, _ = rnn(packed)
+            x, _ = pad_packed_sequence(result, batch_first=True, total_length=mask.shape[1])
+            outputs.append(x)
+        return torch.cat(outputs, dim=-1) if self.concat_layers else x
+
+
+class TrilinearSimilarity(nn.Module):
+    """S[i, j] = w . [x_i; y_j; x_i * y_j] (BiDAF), without building the (Tx, Ty, 3d) tensor."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.w_x = nn.Linear(dim, 1)
+        self.w_y = nn.Linear(dim, 1, bias=False)
+        self.w_xy = nn.Parameter(torch.empty(dim).uniform_(-(dim**-0.5), dim**-0.5))
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return self.w_x(x) + self.w_y(y).transpose(1, 2) + (x * self.w_xy) @ y.transpose(1, 2)
+
+
+class AttentionFlow(nn.Module):
+    """BiDAF's bidirectional attention: G = [c; c2q; c * c2q; c * q2c].
+
+    `q2c = "max"` is BiDAF's query-to-context vector (attention over the passage by each
+    word's best match, tiled); `q2c = "dcn"` is QANet's (DCN) B = S_c S_q^T C.
+    """
+
+    def __init__(self, dim: int, q2c: str = "max") -> None:
+        super().__init__()
+        if q2c not in ("max", "dcn"):
+            raise ValueError(f"q2c must be 'max' or 'dcn', got {q2c!r}")
+        self.similarity = TrilinearSimilarity(dim)
+        self.q2c = q2c
+        self.out_dim = 4 * dim
+
+    def forward(self, c: torch.Tensor, q: torch.Tensor, c_mask: torch.Tensor, q_mask: torch.Tensor) -> torch.Tensor:
+        scores = self.similarity(c, q)  # (B, Tc, Tq)
+        to_query = masked_softmax(scores, q_mask.unsqueeze(1), dim=2).to(q.dtype)
+        c2q = to_query @ q
+        if self.q2c == "max":
+            best = scores.float().masked_fill(~q_mask.unsqueeze(1), MASKED).amax(dim=2)
+            weights = masked_softmax(best, c_mask, dim=1).to(c.dtype)
+            q2c = (weights.unsqueeze(1) @ c).expand_as(c)
+        else:
+            to_context = masked_softmax(scores, c_mask.unsqueeze(2), dim=1).to(c.dtype)
+            q2c = to_query @ (to_context.transpose(1, 2) @ c)
+        return torch.cat([c, c2q, c * c2q, c * q2c], dim=-1)
+
+
+class SelfAttention(nn.Module):
+    """Each passage token attends over the other tokens of its passage (trilinear scores, diagonal excluded)."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.similarity = TrilinearSimilarity(dim)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        scores = self.similarity(x, x)
+        eye = torch.eye(x.shape[1], dtype=torch.bool, device=x.device)
+        allowed = mask.unsqueeze(1) & ~eye
+        allowed = allowed | (eye & ~allowed.any(dim=2, keepdim=True))  # a one-token passage attends to itself
+        return masked_softmax(scores, allowed, dim=2).to(x.dtype) @ x
+
+
+class SeqAttnMatch(nn.Module):
+    """DrQA's aligned question embedding: attend from each x_i over y with scores relu(W x_i) . relu(W y_j)."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.project = nn.Linear(dim, dim)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor, y_mask: torch.Tensor) -> torch.Tensor:
+        scores = F.relu(self.project(x)) @ F.relu(self.project(y)).transpose(1, 2)
+        return masked_softmax(scores, y_mask.unsqueeze(1), dim=2).to(y.dtype) @ y
+
+
+class LinearSeqAttn(nn.Module):
+    """Self-attentive pooling of a sequence into one vector: softmax(w . x_j) weighted sum."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.score = nn.Linear(dim, 1)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        weights = masked_softmax(self.score(x).squeeze(-1), mask, dim=1).to(x.dtype)
+        return (weights.unsqueeze(1) @ x).squeeze(1)
+
+
+class BilinearSeqAttn(nn.Module):
+    """Scores x_i W y for every token i of x against one vector y (DrQA's start/end scorer)."""
+
+    def __init__(self, x_dim: int, y_dim: int) -> None:
+        super().__init__()
+        self.project = nn.Linear(y_dim, x_dim)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return (x @ self.project(y).unsqueeze(2)).squeeze(2)
+
+
+def span_grid(logits: SpanLogits, mask: torch.Tensor, max_length: int) -> torch.Tensor:
+    """Log-score of every span (B, T, max_length): `[b, i, d]` is tokens i..i+d; invalid spans are MASKED.
+
+    Start/end models score a span by log p(start) + log p(end), as DrQA and BiDAF decode.
+    """
+    length = mask.shape[1]
+    band = torch.arange(max_length, device=mask.device)
+    ends = torch.arange(length, device=mask.device).unsqueeze(1) + band  # (T, L)
+    valid = (
+        mask.unsqueeze(2)
+        & (ends < length)
+        & mask.gather(1, ends.clamp(max=length - 1).flatten().expand(mask.shape[0], -1)).view(mask.shape[0], length, max_length)
+    )
+    if logits.spans is not None:
+        scores = logits.spans.float()[:, :, :max_length]
+    else:
+        assert logits.start is not None and logits.end is not None
+        start = masked_softmax(logits.start, mask, log=True)
+        end = masked_softmax(logits.end, mask, log=True)
+        end_at = end.gather(1, ends.clamp(max=length - 1).flatten().expand(mask.shape[0], -1)).view(mask.shape[0], length, max_length)
+        scores = start.unsqueeze(2) + end_at
+    return scores.masked_fill(~valid, MASKED)
+
+
+def best_spans(grid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """`(start, end)` token positions of each row's best span in a `span_grid`."""
+    flat = grid.flatten(1).argmax(dim=1)
+    start = flat // grid.shape[2]
+    return start, start + flat % grid.shape[2]
+
+
+def span_loss(logits: SpanLogits, mask: torch.Tensor, starts: torch.Tensor, ends: torch.Tensor, max_length: int) -> torch.Tensor:
+    """Mean negative log-likelihood of the gold spans: NLL(start) + NLL(end), or NLL(span) for explicit spans."""
+    if logits.spans is not None:
+        grid = span_grid(logits, mask, max_length)
+        target = starts * max_length + (ends - starts)
+        return F.cross_entropy(grid.flatten(1), target)
+    assert logits.start is not None and logits.end is not None
+    start = masked_softmax(logits.start, mask, log=True)
+    end = masked_softmax(logits.end, mask, log=True)
+    return F.nll_loss(start, starts) + F.nll_loss(end, ends)

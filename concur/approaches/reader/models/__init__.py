@@ -1,0 +1,1 @@
+"""One module per reader architecture; shared layers live in concur.approaches.reader.layers."""

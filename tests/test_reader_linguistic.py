@@ -1,0 +1,116 @@
+"""The spaCy tagger annotates exactly our tokens, with real values from a real (rule-based) pipeline."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from concur.approaches.reader.linguistic import Annotation, Tagger, load_tagger
+from concur.approaches.reader.tokenize import tokenize
+from concur.errors import ConcurError, ModelUnavailableError
+from tests.spacy_pipeline import build_babi_pipeline
+
+spacy = pytest.importorskip("spacy", reason="spaCy is not installed (pip install 'concur[features]'); the tagger tests need it")
+
+T, F = True, False
+
+
+@pytest.fixture(scope="module")
+def babi_tagger(tmp_path_factory) -> Tagger:
+    return load_tagger(str(build_babi_pipeline(tmp_path_factory.mktemp("babi_rules"))), "drqa")
+
+
+def test_annotate_gives_the_rule_values_for_each_of_our_tokens(babi_tagger):
+    [annotation] = babi_tagger.annotate([(["Mary", "moved", "to", "the", "bathroom", "."], [T, T, T, T, F, F])])
+    assert annotation == Annotation(
+        pos=("NNP", "VBD", "IN", "DT", "NN", "."),
+        ner=("PERSON", "", "", "", "LOC", ""),
+        lemma=("mary", "move", "to", "the", "bathroom", "."),
+    )
+
+
+def test_tokens_spacy_would_split_stay_whole_and_unknown_words_fall_back(babi_tagger):
+    # spaCy's own tokenizer splits "Sandra's" into two tokens; we keep ours, and a word no rule covers
+    # gets no tag, no entity and its lower-cased form as lemma
+    [annotation] = babi_tagger.annotate([(["Where", "is", "Sandra's", "HALLWAY", "?"], [T, T, T, F, F])])
+    assert annotation == Annotation(
+        pos=("WRB", "VBZ", "", "NN", "."),
+        ner=("", "", "", "LOC", ""),
+        lemma=("where", "be", "sandra's", "hallway", "?"),
+    )
+
+
+def test_text_from_our_tokenizer(babi_tagger):
+    text = "Daniel went back to the kitchen. John travelled to the office."
+    tokens = tokenize(text)
+    [annotation] = babi_tagger.annotate([(tokens.words, tokens.spaces(text))])
+    assert annotation.pos == ("NNP", "VBD", "RB", "IN", "DT", "NN", ".", "NNP", "VBD", "IN", "DT", "NN", ".")
+    assert annotation.ner == ("PERSON", "", "", "", "", "LOC", "", "PERSON", "", "", "", "LOC", "")
+    assert annotation.lemma == ("daniel", "go", "back", "to", "the", "kitchen", ".", "john", "travel", "to", "the", "office", ".")
+
+
+def test_a_batch_gives_one_annotation_per_sequence_in_order(babi_tagger):
+    sequences = [
+        (["John", "journeyed", "to", "the", "garden", "."], [T, T, T, T, F, F]),
+        ([], []),
+        (["Where", "is", "John", "?"], [T, T, F, F]),
+        (["bedroom"], [F]),
+        ([], []),
+    ]
+    annotations = babi_tagger.annotate(sequences, batch_size=2)
+    assert [len(a.pos) for a in annotations] == [6, 0, 4, 1, 0]
+    assert all(len(a.pos) == len(a.ner) == len(a.lemma) for a in annotations)
+    assert annotations[1] == annotations[4] == Annotation((), (), ())
+    assert annotations[0].lemma == ("john", "journey", "to", "the", "garden", ".")
+    assert annotations[2].ner == ("", "", "PERSON", "")
+    assert annotations[3] == Annotation(("NN",), ("LOC",), ("bedroom",))
+    assert babi_tagger.annotate([]) == []
+
+
+def test_name_records_the_pipeline_and_its_version(babi_tagger):
+    assert babi_tagger.name == "en_babi_rules 1.0.0"
+
+
+def test_pos_falls_back_to_the_coarse_tag_when_the_pipeline_has_no_fine_one(tmp_path):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("attribute_ruler").add([[{"LOWER": "mary"}]], {"POS": "PROPN"})
+    nlp.to_disk(tmp_path / "coarse")
+    [annotation] = Tagger(str(tmp_path / "coarse")).annotate([(["Mary", "left"], [T, F])])
+    assert annotation == Annotation(pos=("PROPN", ""), ner=("", ""), lemma=("mary", "left"))
+
+
+def test_a_pipeline_that_merges_tokens_is_refused(tmp_path):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("entity_ruler").add_patterns([{"label": "LOC", "pattern": "the garden"}])
+    nlp.add_pipe("merge_entities")
+    nlp.to_disk(tmp_path / "merging")
+    tagger = Tagger(str(tmp_path / "merging"))
+    with pytest.raises(ConcurError, match="changed the tokenisation"):
+        tagger.annotate([(["to", "the", "garden"], [T, T, F])])
+
+
+def test_a_missing_pipeline_package_says_how_to_install_it():
+    with pytest.raises(ModelUnavailableError) as caught:
+        load_tagger("en_core_web_nonexistent", "drqa")
+    message = str(caught.value)
+    assert "'drqa'" in message and "'en_core_web_nonexistent'" in message
+    assert "python -m spacy download en_core_web_nonexistent" in message
+    assert "spacy_pipeline" in message and "-nofeat" in message
+
+
+def test_a_missing_pipeline_directory_is_named(tmp_path):
+    missing = tmp_path / "no" / "such" / "pipeline"
+    with pytest.raises(ModelUnavailableError) as caught:
+        load_tagger(str(missing), "fusionnet")
+    message = str(caught.value)
+    assert "'fusionnet'" in message and str(missing) in message
+    assert "nlp.to_disk" in message and "spacy download" in message and "-nofeat" in message
+
+
+def test_without_spacy_the_error_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "spacy", None)
+    with pytest.raises(ModelUnavailableError) as caught:
+        load_tagger("en_core_web_sm", "mnemonic-reader")
+    message = str(caught.value)
+    assert "concur[features]" in message and "'mnemonic-reader'" in message and "-nofeat" in message
