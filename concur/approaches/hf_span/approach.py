@@ -26,15 +26,12 @@ from concur.approaches.hf_span.hparams import HFSpanHParams
 from concur.approaches.hf_span.loading import LoadedModel, load_pretrained, model_settings
 from concur.approaches.hf_span.loss import span_loss
 from concur.approaches.hf_span.optimization import build_optimizer, build_scheduler, warmup_steps
+from concur.approaches.loss_curve import LossCurve
 from concur.approaches.precision import autocast
 from concur.data.model import Split
 from concur.errors import ConcurError
 from concur.progress import task_progress
 from concur.registry.specs import ApproachSpec
-
-# Points on the loss curve per run (TrainReport.losses and log lines): enough to see it
-# fall, few enough to read in a log.
-LOSS_POINTS = 50
 
 
 class HFSpanApproach:
@@ -109,13 +106,10 @@ class HFSpanApproach:
         epochs = (length_grouped_batches(lengths, hp.train_batch_size, rng) for _ in count())
         starts = torch.from_numpy(features.start_positions)
         ends = torch.from_numpy(features.end_positions)
-        interval = max(1, math.ceil(total_steps / LOSS_POINTS))
-        losses: list[float] = []
-        running = torch.zeros((), device=context.device)
-        in_interval = 0
         model.train()
         with task_progress() as progress:
             task = progress.add_task(f"train {self.spec.id}", total=total_steps, status="")
+            curve = LossCurve(total_steps, context.device, context.log, progress, task)
             for step, batch in enumerate(islice(chain.from_iterable(epochs), total_steps), start=1):
                 for piece in split_batch(batch, context.per_device_batch_size):
                     inputs = _to(pad_batch(features.windows, piece, pad_id, pad_multiple(context.device)), context.device)
@@ -130,23 +124,15 @@ class HFSpanApproach:
                     )
                     scaled = loss * (len(piece) / len(batch))  # the batch's mean loss, however it is split
                     scaled.backward()
-                    running += scaled.detach().float()
+                    curve.add(scaled)
                 if hp.max_grad_norm > 0:
                     torch.nn.utils.clip_grad_norm_(model.parameters(), hp.max_grad_norm)
                 rate = scheduler.get_last_lr()[-1]  # the full rate (the span head's group comes last)
                 optimizer.step()
                 scheduler.step()
                 optimizer.zero_grad(set_to_none=True)
-                in_interval += 1
-                if in_interval == interval or step == total_steps:
-                    mean = running.item() / in_interval
-                    losses.append(mean)
-                    running.zero_()
-                    in_interval = 0
-                    progress.update(task, status=f"loss {mean:.4f}")
-                    context.log(f"step {step}/{total_steps}  loss {mean:.4f}  lr {rate:.3g}")
-                progress.advance(task)
-        return losses
+                curve.step_done(step, rate)
+        return curve.points
 
     def predict(self, test: Split, context: RunContext) -> dict[str, str]:
         import torch

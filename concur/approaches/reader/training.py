@@ -18,6 +18,7 @@ from torch import nn
 
 from concur.approaches.base import RunContext
 from concur.approaches.batches import length_grouped_batches, sorted_batches, split_batch
+from concur.approaches.loss_curve import LossCurve
 from concur.approaches.precision import autocast
 from concur.approaches.reader.batch import collate
 from concur.approaches.reader.encode import EncodedSplit
@@ -25,8 +26,6 @@ from concur.approaches.reader.hparams.base import ReaderHParams
 from concur.approaches.reader.layers import best_spans, span_grid, span_loss
 from concur.progress import task_progress
 
-# Points on the loss curve per run (TrainReport.losses and log lines).
-LOSS_POINTS = 50
 # TensorFlow's ExponentialMovingAverage(num_updates=step) warms the decay up as (1 + step) / (10 + step),
 # which BiDAF's and QANet's code use; without it the average starts from the random initialisation.
 EMA_WARMUP_OFFSET = 10
@@ -83,13 +82,10 @@ def fit(model: nn.Module, data: EncodedSplit, hp: ReaderHParams, context: RunCon
     lengths = np.array([len(data.contexts[data.context_of[i]].words) for i in examples])
     rng = np.random.default_rng(context.seed)
     epochs = (length_grouped_batches(lengths, hp.batch_size, rng) for _ in count())
-    interval = max(1, math.ceil(steps / LOSS_POINTS))
-    losses: list[float] = []
-    running = torch.zeros((), device=context.device)
-    in_interval = 0
     model.train()
     with task_progress() as progress:
         task = progress.add_task(f"train {name}", total=steps, status="")
+        curve = LossCurve(steps, context.device, context.log, progress, task)
         for step, positions in enumerate(islice(chain.from_iterable(epochs), steps), start=1):
             batch_examples = examples[positions]
             for piece in split_batch(batch_examples, context.per_device_batch_size):
@@ -99,7 +95,7 @@ def fit(model: nn.Module, data: EncodedSplit, hp: ReaderHParams, context: RunCon
                 loss = span_loss(logits, batch.c_mask, batch.starts, batch.ends, hp.max_answer_length)
                 scaled = loss * (len(piece) / len(batch_examples))
                 scaled.backward()
-                running += scaled.detach().float()
+                curve.add(scaled)
             if hp.grad_clip > 0:
                 nn.utils.clip_grad_norm_(model.parameters(), hp.grad_clip)
             optimizer.step()
@@ -107,19 +103,11 @@ def fit(model: nn.Module, data: EncodedSplit, hp: ReaderHParams, context: RunCon
             optimizer.zero_grad(set_to_none=True)
             if average is not None:
                 average.update(step)
-            in_interval += 1
-            if in_interval == interval or step == steps:
-                mean = running.item() / in_interval
-                losses.append(mean)
-                running.zero_()
-                in_interval = 0
-                progress.update(task, status=f"loss {mean:.4f}")
-                context.log(f"step {step}/{steps}  loss {mean:.4f}  lr {scheduler.get_last_lr()[0]:.3g}")
-            progress.advance(task)
+            curve.step_done(step, scheduler.get_last_lr()[0])
     if average is not None:
         average.copy_to_model()
     model.eval()
-    return losses
+    return curve.points
 
 
 def predict_spans(model: nn.Module, data: EncodedSplit, hp: ReaderHParams, context: RunContext, name: str, linguistic: bool) -> np.ndarray:
