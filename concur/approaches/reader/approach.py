@@ -62,7 +62,8 @@ class ReaderApproach:
         analysed = analyse(train, self._tagger, hp.max_question_tokens)
         vocabularies = build_vocabularies(analysed)
         rows, covered = embedding_rows(vocabularies.words.items, self._source, settings.word_dim, rng)
-        n_tuned = len(rows) if hp.tune_top_k == -1 or self._source is None else min(len(rows), 2 + hp.tune_top_k)
+        tuned_words = min(hp.tune_top_k, vocabularies.question_words)  # DrQA tunes question words only
+        n_tuned = len(rows) if hp.tune_top_k == -1 or self._source is None else 2 + tuned_words
         encoded = encode(analysed, vocabularies, hp.max_word_chars, hp.max_answer_length)
         limit_passages(encoded, hp.max_passage_tokens)
         n_train = len(encoded.trainable())

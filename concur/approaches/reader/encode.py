@@ -52,10 +52,11 @@ class TextArrays:
 
 @dataclass
 class Vocabularies:
-    words: Vocabulary
+    words: Vocabulary  # question words first (ids 2 .. question_words + 1), then passage-only words
     chars: Vocabulary
     pos: Vocabulary
     ner: Vocabulary
+    question_words: int
 
 
 @dataclass
@@ -97,7 +98,8 @@ def build_vocabularies(train: AnalysedSplit) -> Vocabularies:
     texts = train.contexts + train.questions
     pos = Counter(tag for text in texts if text.annotation for tag in text.annotation.pos)
     ner = Counter(tag for text in texts if text.annotation for tag in text.annotation.ner)
-    return Vocabularies(word_vocabulary(question_words, all_words), label_vocabulary(chars), label_vocabulary(pos), label_vocabulary(ner))
+    words = word_vocabulary(question_words, all_words)
+    return Vocabularies(words, label_vocabulary(chars), label_vocabulary(pos), label_vocabulary(ner), len(question_words))
 
 
 def encode(analysed: AnalysedSplit, vocabularies: Vocabularies, max_word_chars: int, max_answer_length: int) -> EncodedSplit:
