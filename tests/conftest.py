@@ -22,7 +22,7 @@ def shared_file(relative: str) -> Path:
 @pytest.fixture(autouse=True)
 def isolated_environment(monkeypatch, tmp_path):
     """No test reads the user's registry, data root, runs directory, or the network hub."""
-    for variable in ("CONCUR_REGISTRY", "CONCUR_DATA_ROOT", "CONCUR_RUNS", "CONCUR_MODELS"):
+    for variable in ("CONCUR_REGISTRY", "CONCUR_DATA_ROOT", "CONCUR_RUNS", "CONCUR_MODELS", "CONCUR_VECTORS"):
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("CONCUR_PROGRESS", "0")

@@ -1,0 +1,189 @@
+"""Mnemonic Reader (Hu, Peng, Huang, Qiu, Wei & Zhou 2018, "Reinforced Mnemonic Reader for Machine Reading
+Comprehension", IJCAI; arXiv:1705.02798), trained by maximum likelihood only, as the reference study.
+
+Encoder: word vectors, a character BiLSTM (its two final states), with linguistic features POS and NER
+embeddings, and the exact-match / term-frequency features, for passage and question alike, through one
+shared BiLSTM. Iterative aligner, `hops` rounds, each: interactive alignment (every passage word attends
+over the question, scores relu(W c_i) . relu(W q_j); c_bar = SFU(c, [q~; c*q~; c-q~])), self alignment
+(every passage word attends over the other passage words, same score form; c_hat = SFU(c_bar, [c~;
+c_bar*c~; c_bar-c~])) and an aggregation BiLSTM whose output feeds the next round. From round 2 on the
+interactive scores add gamma times the re-attention softmax(B')^T softmax(E') built from the previous
+round's self (B') and interactive (E') scores, and the self-alignment scores add gamma times A A^T,
+where A is the current round's passage-to-question attention (the paper's re-attention). A semantic
+fusion unit is SFU(x, f) = g * tanh(W_r [x; f]) + (1 - g) * x with g = sigmoid(W_g [x; f]).
+Memory-based answer pointer, `pointer_hops` hops: the memory z starts as the question encoding at its
+last word; each hop scores starts w . tanh(W [c_i; z; c_i * z]), updates z by an SFU with the
+start-attended passage vector, scores ends the same way, and (except after the last hop) updates z
+again with the end-attended vector. The last hop's start and end scores are the output.
+
+Deviations and choices (the paper could not be re-read while writing this; its details are as recalled):
+- no dynamic-critical reinforcement learning (the reference study trains this reader without it);
+- the learning rate is not halved on a "bad iteration" (the shared loop has no development-set
+  evaluation); the spec keeps the rate fixed;
+- the similarity f(u, v) = relu(W u) . relu(W v) uses one W per attention (DrQA's form) and the
+  self-alignment diagonal is masked out rather than given a zero score;
+- re-attention of the interactive alignment starts at round 2 (no previous attention before it); the
+  self-alignment one uses the current round's interactive attention from round 1 on (as recalled);
+- the pointer memory starts from the question encoding at its last real word (the official
+  re-implementation takes the last, possibly padded, position);
+- POS and NER are learned embeddings (the paper's sizes are not recalled; the spec chooses them); the
+  paper's out-of-vocabulary word vectors are trainable, here only the unknown row is (tune_top_k = 0);
+- dropout is applied to the character embeddings, to the input of every BiLSTM and to the pointer's
+  scoring input.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence
+
+from concur.approaches.reader.approach import ReaderApproach
+from concur.approaches.reader.batch import Batch
+from concur.approaches.reader.hparams.mnemonic_reader import MnemonicReaderHParams
+from concur.approaches.reader.inputs import ReaderInputs
+from concur.approaches.reader.layers import BiRNN, SpanLogits, WordEmbedding, masked_softmax
+
+
+class CharBiLSTM(nn.Module):
+    """Each word's characters through a BiLSTM; the word's vector is the two directions' final states."""
+
+    def __init__(self, n_chars: int, char_dim: int, hidden: int, dropout: float) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(n_chars, char_dim, padding_idx=0)
+        self.dropout = nn.Dropout(dropout)
+        self.rnn = nn.LSTM(char_dim, hidden, batch_first=True, bidirectional=True)
+        self.out_dim = 2 * hidden
+
+    def forward(self, chars: torch.Tensor) -> torch.Tensor:
+        batch, length, width = chars.shape
+        flat = chars.reshape(batch * length, width)
+        lengths = (flat > 0).sum(dim=1)
+        real = lengths > 0  # padding words are skipped and get zeros
+        embedded = self.dropout(self.embedding(flat[real]))
+        out = embedded.new_zeros(batch * length, self.out_dim)
+        if embedded.shape[0]:
+            packed = pack_padded_sequence(embedded, lengths[real].cpu(), batch_first=True, enforce_sorted=False)
+            _, (final, _) = self.rnn(packed)
+            out[real] = torch.cat([final[0], final[1]], dim=-1).to(out.dtype)
+        return out.reshape(batch, length, self.out_dim)
+
+
+class SFU(nn.Module):
+    """Semantic fusion unit: o = g * tanh(W_r [x; f]) + (1 - g) * x, g = sigmoid(W_g [x; f])."""
+
+    def __init__(self, dim: int, fusion_dim: int) -> None:
+        super().__init__()
+        self.compose = nn.Linear(dim + fusion_dim, dim)
+        self.gate = nn.Linear(dim + fusion_dim, dim)
+
+    def forward(self, x: torch.Tensor, fusion: torch.Tensor) -> torch.Tensor:
+        both = torch.cat([x, fusion], dim=-1)
+        gate = torch.sigmoid(self.gate(both))
+        return gate * torch.tanh(self.compose(both)) + (1 - gate) * x
+
+
+class AlignmentScores(nn.Module):
+    """Unnormalised alignment scores relu(W x_i) . relu(W y_j), shape (B, Tx, Ty)."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.project = nn.Linear(dim, dim)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return F.relu(self.project(x)) @ F.relu(self.project(y)).transpose(1, 2)
+
+
+class PointerScorer(nn.Module):
+    """Scores every passage word against the memory z: w . tanh(W [c_i; z; c_i * z])."""
+
+    def __init__(self, dim: int, hidden: int, dropout: float) -> None:
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+        self.hidden = nn.Linear(3 * dim, hidden)
+        self.out = nn.Linear(hidden, 1, bias=False)
+
+    def forward(self, c: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        z = z.unsqueeze(1).expand_as(c)
+        return self.out(torch.tanh(self.hidden(self.dropout(torch.cat([c, z, c * z], dim=-1))))).squeeze(-1)
+
+
+class MnemonicReader(nn.Module):
+    def __init__(self, hp: MnemonicReaderHParams, inputs: ReaderInputs) -> None:
+        super().__init__()
+        self.linguistic = inputs.linguistic
+        self.gamma = hp.reattention_gamma
+        self.word_embedding = WordEmbedding(inputs.vectors, inputs.n_tuned)
+        self.char_encoder = CharBiLSTM(inputs.n_chars, hp.char_dim, hp.char_hidden_size, hp.dropout)
+        input_dim = self.word_embedding.dim + self.char_encoder.out_dim + inputs.n_features
+        if self.linguistic:
+            self.pos_embedding = nn.Embedding(inputs.n_pos, hp.pos_dim, padding_idx=0)
+            self.ner_embedding = nn.Embedding(inputs.n_ner, hp.ner_dim, padding_idx=0)
+            input_dim += hp.pos_dim + hp.ner_dim
+        self.encoder = BiRNN(input_dim, hp.hidden_size, 1, hp.dropout)
+        dim = self.encoder.out_dim
+        self.interactive_scores = nn.ModuleList(AlignmentScores(dim) for _ in range(hp.hops))
+        self.interactive_fusions = nn.ModuleList(SFU(dim, 3 * dim) for _ in range(hp.hops))
+        self.self_scores = nn.ModuleList(AlignmentScores(dim) for _ in range(hp.hops))
+        self.self_fusions = nn.ModuleList(SFU(dim, 3 * dim) for _ in range(hp.hops))
+        self.aggregators = nn.ModuleList(BiRNN(dim, hp.hidden_size, 1, hp.dropout) for _ in range(hp.hops))
+        self.start_scorers = nn.ModuleList(PointerScorer(dim, hp.hidden_size, hp.dropout) for _ in range(hp.pointer_hops))
+        self.end_scorers = nn.ModuleList(PointerScorer(dim, hp.hidden_size, hp.dropout) for _ in range(hp.pointer_hops))
+        self.start_memory = nn.ModuleList(SFU(dim, dim) for _ in range(hp.pointer_hops))
+        # the last hop's end evidence would only update a memory nothing reads
+        self.end_memory = nn.ModuleList(SFU(dim, dim) for _ in range(hp.pointer_hops - 1))
+
+    def encode(self, words, chars, pos, ner, features, mask) -> torch.Tensor:
+        parts = [self.word_embedding(words), self.char_encoder(chars)]
+        if self.linguistic:
+            parts += [self.pos_embedding(pos), self.ner_embedding(ner)]
+        parts.append(features.to(parts[0].dtype))
+        return self.encoder(torch.cat(parts, dim=-1), mask)
+
+    def forward(self, batch: Batch) -> SpanLogits:
+        c_mask, q_mask = batch.c_mask, batch.q_mask
+        c = self.encode(batch.c_words, batch.c_chars, batch.c_pos, batch.c_ner, batch.c_features, c_mask)
+        q = self.encode(batch.q_words, batch.q_chars, batch.q_pos, batch.q_ner, batch.q_features, q_mask)
+        length = c.shape[1]
+        others = ~torch.eye(length, dtype=torch.bool, device=c.device)
+        # a one-word passage has no other word: it may attend to itself
+        others = others | (c_mask.sum(dim=1) <= 1).view(-1, 1, 1)
+        pairs = c_mask.unsqueeze(1) & c_mask.unsqueeze(2) & others  # (B, Tc, Tc), symmetric
+        to_question = q_mask.unsqueeze(1)
+        previous_e = previous_b = None
+        for t in range(len(self.aggregators)):
+            e = self.interactive_scores[t](c, q)  # (B, Tc, Tq)
+            if previous_e is not None and previous_b is not None and self.gamma > 0:
+                # re-attention: passage word j -> passage word k (previous self alignment, normalised over k)
+                # -> question word i (previous interactive alignment, normalised over the passage)
+                through_self = masked_softmax(previous_b, pairs, dim=1)
+                question_over_passage = masked_softmax(previous_e, c_mask.unsqueeze(2), dim=1)
+                e = e + self.gamma * (through_self.transpose(1, 2) @ question_over_passage)
+            attention = masked_softmax(e, to_question, dim=2)
+            attended = attention.to(q.dtype) @ q
+            c_bar = self.interactive_fusions[t](c, torch.cat([attended, c * attended, c - attended], dim=-1))
+            b = self.self_scores[t](c_bar, c_bar)  # (B, Tc, Tc)
+            if self.gamma > 0:
+                # re-attention: two passage words are related when they attend to the same question words
+                b = b + self.gamma * (attention @ attention.transpose(1, 2))
+            attended = masked_softmax(b, pairs, dim=2).to(c_bar.dtype) @ c_bar
+            c_hat = self.self_fusions[t](c_bar, torch.cat([attended, c_bar * attended, c_bar - attended], dim=-1))
+            c = self.aggregators[t](c_hat, c_mask)
+            previous_e, previous_b = e, b
+        last = (q_mask.sum(dim=1) - 1).clamp(min=0)
+        memory = q[torch.arange(q.shape[0], device=q.device), last]  # (B, 2h)
+        start = end = c.new_zeros(c.shape[:2])
+        for hop in range(len(self.start_scorers)):
+            start = self.start_scorers[hop](c, memory)
+            evidence = (masked_softmax(start, c_mask).to(c.dtype).unsqueeze(1) @ c).squeeze(1)
+            memory = self.start_memory[hop](memory, evidence)
+            end = self.end_scorers[hop](c, memory)
+            if hop < len(self.end_memory):
+                evidence = (masked_softmax(end, c_mask).to(c.dtype).unsqueeze(1) @ c).squeeze(1)
+                memory = self.end_memory[hop](memory, evidence)
+        return SpanLogits(start=start, end=end)
+
+
+class MnemonicReaderApproach(ReaderApproach):
+    model_class = MnemonicReader

@@ -1,0 +1,175 @@
+"""Mnemonic Reader: shapes, padding invariance, that it learns, its specs, and a with-features run end to end."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from concur.approaches.base import RunContext, build_approach  # noqa: E402
+from concur.approaches.implementations import build_hparams  # noqa: E402
+from concur.approaches.reader.batch import collate, n_features  # noqa: E402
+from concur.approaches.reader.encode import EncodedSplit, analyse, build_vocabularies, encode  # noqa: E402
+from concur.approaches.reader.inputs import ReaderInputs  # noqa: E402
+from concur.approaches.reader.layers import span_loss  # noqa: E402
+from concur.approaches.reader.models.mnemonic_reader import SFU, MnemonicReader  # noqa: E402
+from concur.data.babi import read_babi  # noqa: E402
+from concur.data.model import DetectedAnswer, Passage, Question, Split  # noqa: E402
+from concur.registry.registry import default_registry  # noqa: E402
+from tests.conftest import shared_file  # noqa: E402
+from tests.spacy_pipeline import build_babi_pipeline  # noqa: E402
+
+APPROACH = "mnemonic-reader"
+SMALL = {"hidden_size": 8, "char_dim": 4, "char_hidden_size": 4, "pos_dim": 3, "ner_dim": 3, "hops": 2, "pointer_hops": 2}
+
+STORIES = [
+    ("Mary went to the kitchen.", "Where is Mary?", "kitchen"),
+    ("John moved to the garden. Mary went to the office.", "Where is John?", "garden"),
+    (
+        "Sandra went to the hallway. Daniel went to the bathroom. Sandra went back to the bedroom.",
+        "Where is Sandra now?",
+        "bedroom",
+    ),
+    ("Daniel went to the office.", "Where is Daniel?", "office"),
+    ("John went to the bedroom. John moved to the kitchen.", "Where is John?", "kitchen"),
+    ("Mary travelled to the garden. Sandra went to the office.", "Where is Sandra?", "office"),
+    ("Daniel journeyed to the hallway. Mary moved to the bathroom.", "Where is Daniel?", "hallway"),
+    ("Sandra went to the garden.", "Where is Sandra?", "garden"),
+]
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny models run fastest on one thread (and the machine is shared)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def tiny_split() -> Split:
+    passages = []
+    for number, (context, question, answer) in enumerate(STORIES):
+        first = context.rindex(answer)
+        span = (first, first + len(answer) - 1)
+        passages.append(Passage(context, [Question(f"q{number}", question, [answer], [DetectedAnswer(answer, (span,))])]))
+    return Split(dataset="tiny", split="train", passages=passages)
+
+
+def small_hparams(**overrides):
+    spec = default_registry().approach(APPROACH)
+    return build_hparams(spec.implementation, {**spec.hparams, **SMALL, "dropout": 0.0, **overrides})
+
+
+def tiny_model(linguistic: bool = False, **overrides) -> tuple[MnemonicReader, EncodedSplit]:
+    torch.manual_seed(0)
+    hp = small_hparams(**overrides)
+    analysed = analyse(tiny_split(), None, 0)
+    vocabularies = build_vocabularies(analysed)
+    data = encode(analysed, vocabularies, hp.max_word_chars, hp.max_answer_length)
+    vectors = torch.randn(len(vocabularies.words), 6)
+    inputs = ReaderInputs(vectors, 2, len(vocabularies.chars), 5, 4, n_features(linguistic), linguistic)
+    return MnemonicReader(hp, inputs), data
+
+
+def test_output_shapes():
+    model, data = tiny_model()
+    batch = collate(data, [0, 1, 2], linguistic=False)
+    logits = model(batch)
+    assert logits.start.shape == logits.end.shape == batch.c_mask.shape
+    assert logits.spans is None and torch.isfinite(logits.start).all() and torch.isfinite(logits.end).all()
+
+
+def test_linguistic_features_add_tag_embeddings():
+    plain, _ = tiny_model(linguistic=False)
+    tagged, data = tiny_model(linguistic=True)
+    assert not hasattr(plain, "pos_embedding") and tagged.pos_embedding.num_embeddings == 5
+    assert tagged(collate(data, [0, 1], linguistic=True)).start.shape[0] == 2
+
+
+def test_padding_does_not_change_a_questions_scores():
+    model, data = tiny_model()
+    model.eval()
+    short, long = 0, 2  # the shortest passage and question, then the longest of both
+    alone = model(collate(data, [short], linguistic=False))
+    padded = model(collate(data, [long, short], linguistic=False))
+    n = len(data.contexts[short].words)
+    assert padded.start.shape[1] > n
+    torch.testing.assert_close(padded.start[1, :n], alone.start[0, :n], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(padded.end[1, :n], alone.end[0, :n], rtol=1e-4, atol=1e-5)
+
+
+def one_word_passage(batch, row: int):
+    """Cut the passage of `row` to its first word (padding the rest)."""
+    for name in ("c_words", "c_chars", "c_pos", "c_ner", "c_features", "c_mask"):
+        getattr(batch, name)[row, 1:] = 0
+    return batch
+
+
+def test_a_one_word_passage_is_scored_the_same_alone_and_padded():
+    # the self alignment excludes each word itself; a one-word passage has nothing else to attend to
+    model, data = tiny_model()
+    model.eval()
+    alone = model(one_word_passage(collate(data, [0], linguistic=False), 0))
+    padded = model(one_word_passage(collate(data, [2, 0], linguistic=False), 1))
+    torch.testing.assert_close(padded.start[1, :1], alone.start[0, :1], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(padded.end[1, :1], alone.end[0, :1], rtol=1e-4, atol=1e-5)
+
+
+def test_a_few_dozen_steps_on_eight_examples_make_the_loss_fall():
+    model, data = tiny_model()
+    hp = small_hparams()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    batch = collate(data, np.arange(8), linguistic=False)
+    model.train()
+    losses = []
+    for _ in range(40):
+        loss = span_loss(model(batch), batch.c_mask, batch.starts, batch.ends, hp.max_answer_length)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.3 * losses[0], losses
+
+
+def test_sfu_keeps_the_input_where_the_gate_is_closed():
+    sfu = SFU(4, 6)
+    with torch.no_grad():
+        sfu.gate.weight.zero_()
+        sfu.gate.bias.fill_(-50.0)
+    x = torch.randn(2, 3, 4)
+    torch.testing.assert_close(sfu(x, torch.randn(2, 3, 6)), x)
+
+
+@pytest.mark.parametrize("approach_id", [APPROACH, f"{APPROACH}-nofeat"])
+def test_the_specs_validate(approach_id):
+    spec = default_registry().approach(approach_id)
+    assert spec.runnable and spec.implementation == "mnemonic-reader"
+    hp = build_hparams(spec.implementation, spec.hparams)
+    assert hp.problem() is None and hp.hops >= 1 and hp.reattention_gamma >= 0
+    assert spec.model["linguistic_features"] is (approach_id == APPROACH)
+
+
+def test_with_features_trains_and_answers_every_question_of_real_babi(tmp_path, monkeypatch):
+    pytest.importorskip("spacy", reason="spaCy is not installed (pip install 'concur[features]'); the with-features run needs it")
+    monkeypatch.delenv("CONCUR_VECTORS", raising=False)
+    source = read_babi(shared_file("babi/tasks_1-20_v1-2/en/qa1_single-supporting-fact_train.txt.gz"), "train")
+    train = Split(source.dataset, "train", source.passages[:24])
+    test = Split(source.dataset, "test", source.passages[24:32])
+    pipeline = build_babi_pipeline(tmp_path / "babi_rules")
+    spec = default_registry().approach(APPROACH)
+    spec = dataclasses.replace(spec, model={**spec.model, "spacy_pipeline": str(pipeline), "offline_vectors": "random", "word_dim": 8})
+    approach = build_approach(spec, {**spec.hparams, **SMALL, "epochs": 2.0, "batch_size": 8})
+    lines: list[str] = []
+    context = RunContext(device="cpu", seed=0, log=lines.append, work_dir=Path(tmp_path))
+    report = approach.train(train, context)
+    assert report.train_questions == 24 and report.details["tagger"].startswith("en_babi_rules")
+    assert approach._model.linguistic and approach._model.pos_embedding.num_embeddings > 2
+    predictions = approach.predict(test, context)
+    questions = {question.qid: passage.context for passage, question in test.questions()}
+    assert predictions.keys() == questions.keys()
+    assert all(answer and answer in questions[qid] for qid, answer in predictions.items())
