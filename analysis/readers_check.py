@@ -13,6 +13,7 @@ trainable parameters, training time, the loss at the start and at the end.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -58,6 +59,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--vectors", type=Path, default=None, help="a GloVe/fastText file (default: each spec's offline stand-in)")
+    parser.add_argument("--spacy-pipeline", default=None, help="spaCy pipeline (package or directory) for the with-features readers")
     parser.add_argument("--source-dir", type=Path, action="append", default=[])
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -87,6 +89,8 @@ def _row(spec, overrides: dict, train: Split, test: Split, gold: dict, args: arg
     shared = {name: value for name, value in overrides.items() if ":" not in name and name in spec.hparams}
     own = {name.split(":", 1)[1]: value for name, value in overrides.items() if name.startswith(f"{spec.id}:")}
     hparams = {**spec.hparams, **shared, **own}
+    if args.spacy_pipeline and spec.model.get("linguistic_features"):
+        spec = dataclasses.replace(spec, model={**spec.model, "spacy_pipeline": args.spacy_pipeline})
     approach = build_approach(spec, hparams)
     context = RunContext(device=args.device, seed=args.seed, log=lambda line: None, work_dir=Path("."), model_path=args.vectors)
     started = time.perf_counter()
@@ -95,8 +99,9 @@ def _row(spec, overrides: dict, train: Split, test: Split, gold: dict, args: arg
     scores = evaluate(gold, approach.predict(test, context))
     details = report.details
     losses = f"{report.losses[0]:7.3f} -> {report.losses[-1]:7.3f}"
+    tagger = f"  tagger {details['tagger']}" if details["tagger"] else ""
     row = f"{spec.id:24s} {scores.exact_match:6.1f} {scores.f1:6.1f} {details['parameters']:11,d} {seconds:8.0f}"
-    return f"{row}  {losses}  {details['word_vectors']}"
+    return f"{row}  {losses}  {details['word_vectors']}{tagger}"
 
 
 if __name__ == "__main__":
