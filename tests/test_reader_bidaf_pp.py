@@ -1,0 +1,131 @@
+"""BiDAF++ (Clark & Gardner 2018): shapes, padding invariance, that it learns, and its spec."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from concur.approaches.implementations import build_hparams  # noqa: E402
+from concur.approaches.reader.batch import collate, n_features  # noqa: E402
+from concur.approaches.reader.encode import analyse, build_vocabularies, encode  # noqa: E402
+from concur.approaches.reader.inputs import ReaderInputs  # noqa: E402
+from concur.approaches.reader.layers import span_loss  # noqa: E402
+from concur.approaches.reader.models.bidaf_pp import BidafPP, BidafPPApproach  # noqa: E402
+from concur.data.model import DetectedAnswer, Passage, Question, Split  # noqa: E402
+from concur.registry import default_registry  # noqa: E402
+
+STORIES = [
+    ("Mary moved to the bathroom. John went to the hallway.", "Where is Mary?", "bathroom"),
+    (
+        "Daniel went back to the garden. Sandra travelled to the office. Mary journeyed to the kitchen.",
+        "Where in the house is Sandra?",
+        "office",
+    ),
+    ("John moved to the bedroom.", "Where is John?", "bedroom"),
+    ("Sandra went to the kitchen. Daniel moved to the hallway. John went back to the garden.", "Where is John?", "garden"),
+    ("Mary travelled to the office. Daniel journeyed to the bathroom.", "Where is Daniel?", "bathroom"),
+    ("John went to the kitchen. Sandra moved to the bedroom.", "Where is John?", "kitchen"),
+    ("Daniel moved to the office. Mary went to the garden. Sandra went to the hallway.", "Where is Mary?", "garden"),
+    ("Sandra journeyed to the bathroom.", "Where is Sandra?", "bathroom"),
+]
+
+
+def tiny_split() -> Split:
+    passages = []
+    for i, (context, question, answer) in enumerate(STORIES):
+        start = context.index(answer)
+        detected = DetectedAnswer(answer, ((start, start + len(answer) - 1),))
+        passages.append(Passage(context, [Question(f"q{i}", question, [answer], [detected])]))
+    return Split("tiny", "train", passages)
+
+
+def small_hparams(**changes):
+    spec = default_registry().approach("bidaf-pp")
+    hp = build_hparams(spec.implementation, spec.hparams)
+    small = dict(hidden_size=8, linear_size=12, char_dim=4, char_filters=6, char_kernel=3)
+    return dataclasses.replace(hp, **{**small, **changes})
+
+
+@pytest.fixture(scope="module")
+def data():
+    torch.set_num_threads(1)
+    analysed = analyse(tiny_split(), None, 0)
+    vocabularies = build_vocabularies(analysed)
+    encoded = encode(analysed, vocabularies, 14, 17)
+    generator = torch.Generator().manual_seed(0)
+    inputs = ReaderInputs(
+        vectors=torch.randn(len(vocabularies.words), 10, generator=generator),
+        n_tuned=2,
+        n_chars=len(vocabularies.chars),
+        n_pos=len(vocabularies.pos),
+        n_ner=len(vocabularies.ner),
+        n_features=n_features(False),
+        linguistic=False,
+    )
+    return encoded, inputs
+
+
+def test_output_shapes(data):
+    encoded, inputs = data
+    torch.manual_seed(0)
+    model = BidafPP(small_hparams(), inputs)
+    batch = collate(encoded, [0, 1, 2], False)
+    logits = model(batch)
+    length = batch.c_words.shape[1]
+    assert logits.start.shape == logits.end.shape == (3, length) and logits.spans is None
+    assert torch.isfinite(logits.start).all() and torch.isfinite(logits.end).all()
+
+
+def test_padding_does_not_change_the_scores(data):
+    encoded, inputs = data
+    torch.manual_seed(0)
+    model = BidafPP(small_hparams(), inputs).eval()
+    # question 2 has the shortest passage; question 1 the longest passage and question
+    alone = model(collate(encoded, [2], False))
+    padded_batch = collate(encoded, [1, 2], False)
+    assert padded_batch.c_mask[1].sum() < padded_batch.c_mask.shape[1] and padded_batch.q_mask[1].sum() < padded_batch.q_mask.shape[1]
+    padded = model(padded_batch)
+    n = int(padded_batch.c_mask[1].sum())
+    torch.testing.assert_close(padded.start[1, :n], alone.start[0], rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(padded.end[1, :n], alone.end[0], rtol=1e-5, atol=1e-5)
+
+
+def test_a_few_steps_make_the_loss_fall(data):
+    encoded, inputs = data
+    torch.manual_seed(0)
+    model = BidafPP(small_hparams(dropout=0.0), inputs)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    batch = collate(encoded, list(range(len(STORIES))), False)
+    losses = []
+    for _ in range(40):
+        loss = span_loss(model(batch), batch.c_mask, batch.starts, batch.ends, 17)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.3 * losses[0]
+
+
+def test_dropout_is_variational_and_off_in_eval(data):
+    encoded, inputs = data
+    torch.manual_seed(0)
+    model = BidafPP(small_hparams(dropout=0.5), inputs)
+    batch = collate(encoded, [0, 1], False)
+    model.eval()
+    first, second = model(batch), model(batch)
+    torch.testing.assert_close(first.start, second.start)
+    model.train()
+    assert not torch.allclose(model(batch).start, model(batch).start)
+
+
+def test_spec_validates_and_names_the_paper_settings():
+    spec = default_registry().approach("bidaf-pp")
+    assert spec.runnable and spec.implementation == "bidaf-pp"
+    hp = build_hparams(spec.implementation, spec.hparams)
+    assert hp.problem() is None
+    assert (hp.optimizer, hp.learning_rate, hp.batch_size, hp.ema_decay, hp.max_answer_length) == ("adadelta", 1.0, 45, 0.999, 17)
+    assert (hp.hidden_size, hp.linear_size, hp.dropout) == (100, 200, 0.2)
+    assert BidafPPApproach.model_class is BidafPP

@@ -1,0 +1,153 @@
+"""QANet (Yu et al. 2018): shapes, padding invariance, stochastic depth, that it learns, and its spec."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from concur.approaches.implementations import build_hparams  # noqa: E402
+from concur.approaches.reader.batch import collate, n_features  # noqa: E402
+from concur.approaches.reader.encode import analyse, build_vocabularies, encode  # noqa: E402
+from concur.approaches.reader.inputs import ReaderInputs  # noqa: E402
+from concur.approaches.reader.layers import span_loss  # noqa: E402
+from concur.approaches.reader.models.qanet import EncoderStack, QANet, QANetApproach, position_encoding  # noqa: E402
+from concur.data.model import DetectedAnswer, Passage, Question, Split  # noqa: E402
+from concur.registry import default_registry  # noqa: E402
+
+STORIES = [
+    ("Mary moved to the bathroom. John went to the hallway.", "Where is Mary?", "bathroom"),
+    (
+        "Daniel went back to the garden. Sandra travelled to the office. Mary journeyed to the kitchen.",
+        "Where in the house is Sandra?",
+        "office",
+    ),
+    ("John moved to the bedroom.", "Where is John?", "bedroom"),
+    ("Sandra went to the kitchen. Daniel moved to the hallway. John went back to the garden.", "Where is John?", "garden"),
+    ("Mary travelled to the office. Daniel journeyed to the bathroom.", "Where is Daniel?", "bathroom"),
+    ("John went to the kitchen. Sandra moved to the bedroom.", "Where is John?", "kitchen"),
+    ("Daniel moved to the office. Mary went to the garden. Sandra went to the hallway.", "Where is Mary?", "garden"),
+    ("Sandra journeyed to the bathroom.", "Where is Sandra?", "bathroom"),
+]
+
+
+def tiny_split() -> Split:
+    passages = []
+    for i, (context, question, answer) in enumerate(STORIES):
+        start = context.index(answer)
+        detected = DetectedAnswer(answer, ((start, start + len(answer) - 1),))
+        passages.append(Passage(context, [Question(f"q{i}", question, [answer], [detected])]))
+    return Split("tiny", "train", passages)
+
+
+def small_hparams(**changes):
+    spec = default_registry().approach("qanet")
+    hp = build_hparams(spec.implementation, spec.hparams)
+    small = dict(
+        hidden_size=16,
+        char_dim=4,
+        char_filters=6,
+        char_kernel=3,
+        embedding_encoder_convs=2,
+        model_encoder_blocks=2,
+        model_encoder_convs=1,
+        attention_heads=2,
+    )
+    return dataclasses.replace(hp, **{**small, **changes})
+
+
+@pytest.fixture(scope="module")
+def data():
+    torch.set_num_threads(1)
+    analysed = analyse(tiny_split(), None, 0)
+    vocabularies = build_vocabularies(analysed)
+    encoded = encode(analysed, vocabularies, 16, 30)
+    generator = torch.Generator().manual_seed(0)
+    inputs = ReaderInputs(
+        vectors=torch.randn(len(vocabularies.words), 10, generator=generator),
+        n_tuned=2,
+        n_chars=len(vocabularies.chars),
+        n_pos=len(vocabularies.pos),
+        n_ner=len(vocabularies.ner),
+        n_features=n_features(False),
+        linguistic=False,
+    )
+    return encoded, inputs
+
+
+def test_output_shapes(data):
+    encoded, inputs = data
+    torch.manual_seed(0)
+    model = QANet(small_hparams(), inputs)
+    batch = collate(encoded, [0, 1, 2], False)
+    logits = model(batch)
+    length = batch.c_words.shape[1]
+    assert logits.start.shape == logits.end.shape == (3, length) and logits.spans is None
+    assert torch.isfinite(logits.start).all() and torch.isfinite(logits.end).all()
+
+
+def test_padding_does_not_change_the_scores(data):
+    encoded, inputs = data
+    torch.manual_seed(0)
+    model = QANet(small_hparams(), inputs).eval()
+    # question 2 has the shortest passage; question 1 the longest passage and question
+    alone = model(collate(encoded, [2], False))
+    padded_batch = collate(encoded, [1, 2], False)
+    assert padded_batch.c_mask[1].sum() < padded_batch.c_mask.shape[1] and padded_batch.q_mask[1].sum() < padded_batch.q_mask.shape[1]
+    padded = model(padded_batch)
+    n = int(padded_batch.c_mask[1].sum())
+    torch.testing.assert_close(padded.start[1, :n], alone.start[0], rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(padded.end[1, :n], alone.end[0], rtol=1e-5, atol=1e-5)
+
+
+def test_a_few_steps_make_the_loss_fall(data):
+    encoded, inputs = data
+    torch.manual_seed(0)
+    model = QANet(small_hparams(dropout=0.0, word_dropout=0.0, char_dropout=0.0, layer_survival=1.0), inputs)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.003)
+    batch = collate(encoded, list(range(len(STORIES))), False)
+    losses = []
+    for _ in range(40):
+        loss = span_loss(model(batch), batch.c_mask, batch.starts, batch.ends, 30)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.3 * losses[0]
+
+
+def test_stochastic_depth_survival_decays_linearly_to_the_last_sublayer():
+    stack = EncoderStack(blocks=2, dim=8, convs=2, kernel=3, heads=2, dropout=0.0, final_survival=0.9)
+    # 2 blocks x (2 convolutions + attention + feed-forward) = 8 sub-layers: p_l = 1 - l / 8 * 0.1
+    assert stack.survival == pytest.approx([1 - layer / 8 * 0.1 for layer in range(1, 9)])
+    x, mask = torch.randn(3, 5, 8), torch.ones(3, 5, dtype=torch.bool)
+    stack.eval()
+    torch.testing.assert_close(stack(x, mask), stack(x, mask))
+    stack.train()
+    torch.manual_seed(0)
+    outputs = [stack(x, mask) for _ in range(20)]
+    assert any(not torch.allclose(outputs[0], other) for other in outputs[1:])
+
+
+def test_position_encoding_is_sinusoidal():
+    encoding = position_encoding(6, 8, torch.device("cpu"))
+    assert encoding.shape == (6, 8)
+    torch.testing.assert_close(encoding[0], torch.tensor([0.0, 1.0] * 4))
+    torch.testing.assert_close(encoding[3, 0], torch.sin(torch.tensor(3.0)))
+    torch.testing.assert_close(encoding[3, 1], torch.cos(torch.tensor(3.0)))
+    assert position_encoding(4, 7, torch.device("cpu")).shape == (4, 7)
+
+
+def test_spec_validates_and_names_the_paper_settings():
+    spec = default_registry().approach("qanet")
+    assert spec.runnable and spec.implementation == "qanet"
+    hp = build_hparams(spec.implementation, spec.hparams)
+    assert hp.problem() is None
+    assert (hp.optimizer, hp.learning_rate, hp.beta1, hp.beta2, hp.epsilon) == ("adam", 0.001, 0.8, 0.999, 1e-7)
+    assert (hp.warmup_steps, hp.ema_decay, hp.weight_decay, hp.batch_size) == (1000, 0.9999, 3e-7, 32)
+    assert (hp.hidden_size, hp.attention_heads, hp.model_encoder_blocks, hp.embedding_encoder_kernel) == (128, 8, 7, 7)
+    assert QANetApproach.model_class is QANet
+    bad = dataclasses.replace(hp, attention_heads=3)
+    assert bad.problem() == ("attention_heads", "must divide hidden_size")
