@@ -32,18 +32,6 @@ from concur.metrics import evaluate
 from concur.registry.registry import default_registry
 from concur.workspace import Workspace, data_roots
 
-READERS = (
-    "rasor",
-    "bidaf",
-    "docreader",
-    "docreader-nofeat",
-    "bidaf-pp",
-    "mnemonic-reader",
-    "mnemonic-reader-nofeat",
-    "qanet",
-    "fusionnet",
-    "fusionnet-nofeat",
-)
 # The lexical baseline's setting (concur.baselines): spans of up to 2 tokens, words within 10 tokens.
 BASELINE_WINDOW, BASELINE_MAX_LENGTH = 10, 2
 
@@ -51,7 +39,7 @@ BASELINE_WINDOW, BASELINE_MAX_LENGTH = 10, 2
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bench", default="babi-1")
-    parser.add_argument("--approaches", default=",".join(READERS), help="comma-separated approach ids")
+    parser.add_argument("--approaches", default="", help="comma-separated approach ids (default: every non-pretrained one)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="hyperparameter override (JSON value)")
     parser.add_argument("--train-questions", type=int, default=0, help="train on a seeded sample of this many questions")
     parser.add_argument("--test-questions", type=int, default=0, help="test on a seeded sample of this many questions")
@@ -81,8 +69,12 @@ def main() -> None:
     baseline = evaluate(gold, lexical_overlap_answers(test, BASELINE_WINDOW, BASELINE_MAX_LENGTH))
     print(f"{'approach':24s} {'EM':>6s} {'F1':>6s} {'params':>11s} {'train s':>8s}  loss first -> last  vectors")
     print(f"{'lexical-overlap':24s} {baseline.exact_match:6.1f} {baseline.f1:6.1f} {0:11,d} {0:8.0f}")
-    for approach_id in args.approaches.split(","):
-        print(_row(registry.approach(approach_id), overrides, train, test, gold, args), flush=True)
+    if args.approaches:
+        specs = [registry.approach(name) for name in args.approaches.split(",")]
+    else:
+        specs = [spec for spec in registry.approaches() if spec.family == "non-pretrained"]
+    for spec in specs:
+        print(_row(spec, overrides, train, test, gold, args), flush=True)
 
 
 def _row(spec, overrides: dict, train: Split, test: Split, gold: dict, args: argparse.Namespace) -> str:

@@ -18,46 +18,15 @@ from concur.approaches.reader.inputs import ReaderInputs  # noqa: E402
 from concur.approaches.reader.layers import span_loss  # noqa: E402
 from concur.approaches.reader.models.mnemonic_reader import SFU, MnemonicReader  # noqa: E402
 from concur.data.babi import read_babi  # noqa: E402
-from concur.data.model import DetectedAnswer, Passage, Question, Split  # noqa: E402
+from concur.data.model import Split  # noqa: E402
 from concur.registry.registry import default_registry  # noqa: E402
 from tests.conftest import shared_file  # noqa: E402
+from tests.reader_stories import one_thread, tiny_split  # noqa: E402, F401
 from tests.spacy_pipeline import build_babi_pipeline  # noqa: E402
 
 APPROACH = "mnemonic-reader"
+pytestmark = pytest.mark.usefixtures("one_thread")
 SMALL = {"hidden_size": 8, "char_dim": 4, "char_hidden_size": 4, "pos_dim": 3, "ner_dim": 3, "hops": 2, "pointer_hops": 2}
-
-STORIES = [
-    ("Mary went to the kitchen.", "Where is Mary?", "kitchen"),
-    ("John moved to the garden. Mary went to the office.", "Where is John?", "garden"),
-    (
-        "Sandra went to the hallway. Daniel went to the bathroom. Sandra went back to the bedroom.",
-        "Where is Sandra now?",
-        "bedroom",
-    ),
-    ("Daniel went to the office.", "Where is Daniel?", "office"),
-    ("John went to the bedroom. John moved to the kitchen.", "Where is John?", "kitchen"),
-    ("Mary travelled to the garden. Sandra went to the office.", "Where is Sandra?", "office"),
-    ("Daniel journeyed to the hallway. Mary moved to the bathroom.", "Where is Daniel?", "hallway"),
-    ("Sandra went to the garden.", "Where is Sandra?", "garden"),
-]
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models run fastest on one thread (and the machine is shared)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-def tiny_split() -> Split:
-    passages = []
-    for number, (context, question, answer) in enumerate(STORIES):
-        first = context.rindex(answer)
-        span = (first, first + len(answer) - 1)
-        passages.append(Passage(context, [Question(f"q{number}", question, [answer], [DetectedAnswer(answer, (span,))])]))
-    return Split(dataset="tiny", split="train", passages=passages)
 
 
 def small_hparams(**overrides):
