@@ -101,7 +101,8 @@ def test_unknown_names_and_planned_approaches_are_clear_errors(tmp_path):
         'planned_note = "its implementation is being written"\n[hparams]\n'
     )
     result = concur("--registry", str(tmp_path / "mine"), "run", "--approach", "new-reader", "--bench", "babi-1", cwd=tmp_path)
-    assert result.returncode == 2 and "approach 'new-reader' is registered but cannot run yet: its implementation is being written" in result.stderr
+    assert result.returncode == 2
+    assert "approach 'new-reader' is registered but cannot run yet: its implementation is being written" in result.stderr
     assert "Traceback" not in result.stderr
     result = concur("benches", "--family", "cloz", cwd=tmp_path)
     assert "unknown benchmark family 'cloz'; did you mean 'cloze'?" in result.stderr
