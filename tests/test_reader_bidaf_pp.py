@@ -9,37 +9,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from concur.approaches.implementations import build_hparams  # noqa: E402
-from concur.approaches.reader.batch import collate, n_features  # noqa: E402
-from concur.approaches.reader.encode import analyse, build_vocabularies, encode  # noqa: E402
-from concur.approaches.reader.inputs import ReaderInputs  # noqa: E402
-from concur.approaches.reader.layers import span_loss  # noqa: E402
+from concur.approaches.reader.batch import collate  # noqa: E402
 from concur.approaches.reader.models.bidaf_pp import BidafPP, BidafPPApproach  # noqa: E402
-from concur.data.model import DetectedAnswer, Passage, Question, Split  # noqa: E402
 from concur.registry import default_registry  # noqa: E402
-
-STORIES = [
-    ("Mary moved to the bathroom. John went to the hallway.", "Where is Mary?", "bathroom"),
-    (
-        "Daniel went back to the garden. Sandra travelled to the office. Mary journeyed to the kitchen.",
-        "Where in the house is Sandra?",
-        "office",
-    ),
-    ("John moved to the bedroom.", "Where is John?", "bedroom"),
-    ("Sandra went to the kitchen. Daniel moved to the hallway. John went back to the garden.", "Where is John?", "garden"),
-    ("Mary travelled to the office. Daniel journeyed to the bathroom.", "Where is Daniel?", "bathroom"),
-    ("John went to the kitchen. Sandra moved to the bedroom.", "Where is John?", "kitchen"),
-    ("Daniel moved to the office. Mary went to the garden. Sandra went to the hallway.", "Where is Mary?", "garden"),
-    ("Sandra journeyed to the bathroom.", "Where is Sandra?", "bathroom"),
-]
-
-
-def tiny_split() -> Split:
-    passages = []
-    for i, (context, question, answer) in enumerate(STORIES):
-        start = context.index(answer)
-        detected = DetectedAnswer(answer, ((start, start + len(answer) - 1),))
-        passages.append(Passage(context, [Question(f"q{i}", question, [answer], [detected])]))
-    return Split("tiny", "train", passages)
+from tests.reader_stories import LAST_SENTENCE_STORIES, fit_losses, story_data  # noqa: E402
 
 
 def small_hparams(**changes):
@@ -51,21 +24,7 @@ def small_hparams(**changes):
 
 @pytest.fixture(scope="module")
 def data():
-    torch.set_num_threads(1)
-    analysed = analyse(tiny_split(), None, 0)
-    vocabularies = build_vocabularies(analysed)
-    encoded = encode(analysed, vocabularies, 14, 17)
-    generator = torch.Generator().manual_seed(0)
-    inputs = ReaderInputs(
-        vectors=torch.randn(len(vocabularies.words), 10, generator=generator),
-        n_tuned=2,
-        n_chars=len(vocabularies.chars),
-        n_pos=len(vocabularies.pos),
-        n_ner=len(vocabularies.ner),
-        n_features=n_features(False),
-        linguistic=False,
-    )
-    return encoded, inputs
+    return story_data(14, 17)
 
 
 def test_output_shapes(data):
@@ -98,14 +57,8 @@ def test_a_few_steps_make_the_loss_fall(data):
     torch.manual_seed(0)
     model = BidafPP(small_hparams(dropout=0.0), inputs)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
-    batch = collate(encoded, list(range(len(STORIES))), False)
-    losses = []
-    for _ in range(40):
-        loss = span_loss(model(batch), batch.c_mask, batch.starts, batch.ends, 17)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
+    batch = collate(encoded, list(range(len(LAST_SENTENCE_STORIES))), False)
+    losses = fit_losses(model, batch, optimizer, 17)
     assert losses[-1] < 0.3 * losses[0]
 
 

@@ -15,13 +15,13 @@ from concur.approaches.base import RunContext, build_approach  # noqa: E402
 from concur.approaches.reader.batch import Batch, n_features  # noqa: E402
 from concur.approaches.reader.hparams.docreader import DocReaderHParams  # noqa: E402
 from concur.approaches.reader.inputs import ReaderInputs  # noqa: E402
-from concur.approaches.reader.layers import span_loss  # noqa: E402
 from concur.approaches.reader.models.docreader import DocReader, DocReaderApproach  # noqa: E402
 from concur.data.babi import read_babi  # noqa: E402
 from concur.errors import ModelUnavailableError  # noqa: E402
 from concur.registry.registry import default_registry  # noqa: E402
 from concur.registry.specs import ApproachSpec  # noqa: E402
 from tests.conftest import write_babi_like  # noqa: E402
+from tests.reader_stories import fit_losses  # noqa: E402
 from tests.spacy_pipeline import build_babi_pipeline  # noqa: E402
 
 VOCABULARY, DIM, N_POS, N_NER = 30, 12, 7, 5
@@ -146,13 +146,7 @@ def test_a_few_dozen_steps_fit_eight_examples():
     model = DocReader(hp, inputs(True))
     batch = pad([example(8 + k % 4, 3 + k % 3, seed=10 + k) for k in range(8)])
     optimizer = torch.optim.Adamax(model.parameters(), lr=2e-2)
-    losses = []
-    for _ in range(40):
-        loss = span_loss(model(batch), batch.c_mask, batch.starts, batch.ends, hp.max_answer_length)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
+    losses = fit_losses(model, batch, optimizer, hp.max_answer_length)
     assert losses[-1] < 0.3 * losses[0]
 
 

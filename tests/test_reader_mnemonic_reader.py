@@ -15,13 +15,12 @@ from concur.approaches.implementations import build_hparams  # noqa: E402
 from concur.approaches.reader.batch import collate, n_features  # noqa: E402
 from concur.approaches.reader.encode import EncodedSplit, analyse, build_vocabularies, encode  # noqa: E402
 from concur.approaches.reader.inputs import ReaderInputs  # noqa: E402
-from concur.approaches.reader.layers import span_loss  # noqa: E402
 from concur.approaches.reader.models.mnemonic_reader import SFU, MnemonicReader  # noqa: E402
 from concur.data.babi import read_babi  # noqa: E402
 from concur.data.model import Split  # noqa: E402
 from concur.registry.registry import default_registry  # noqa: E402
 from tests.conftest import shared_file  # noqa: E402
-from tests.reader_stories import one_thread, tiny_split  # noqa: E402, F401
+from tests.reader_stories import fit_losses, one_thread, tiny_split  # noqa: E402, F401
 from tests.spacy_pipeline import build_babi_pipeline  # noqa: E402
 
 APPROACH = "mnemonic-reader"
@@ -95,13 +94,7 @@ def test_a_few_dozen_steps_on_eight_examples_make_the_loss_fall():
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
     batch = collate(data, np.arange(8), linguistic=False)
     model.train()
-    losses = []
-    for _ in range(40):
-        loss = span_loss(model(batch), batch.c_mask, batch.starts, batch.ends, hp.max_answer_length)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
+    losses = fit_losses(model, batch, optimizer, hp.max_answer_length)
     assert losses[-1] < 0.3 * losses[0], losses
 
 

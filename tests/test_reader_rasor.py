@@ -11,9 +11,10 @@ torch = pytest.importorskip("torch", reason="the reader models need PyTorch")
 from concur.approaches.reader.batch import Batch, n_features  # noqa: E402
 from concur.approaches.reader.hparams.rasor import RasorHParams  # noqa: E402
 from concur.approaches.reader.inputs import ReaderInputs  # noqa: E402
-from concur.approaches.reader.layers import MASKED, span_grid, span_loss  # noqa: E402
+from concur.approaches.reader.layers import MASKED, span_grid  # noqa: E402
 from concur.approaches.reader.models.rasor import RaSoR, RasorApproach  # noqa: E402
 from concur.registry.registry import default_registry  # noqa: E402
+from tests.reader_stories import fit_losses  # noqa: E402
 
 VOCABULARY, DIM, FEATURES = 30, 12, n_features(False)
 
@@ -115,13 +116,7 @@ def test_a_few_dozen_steps_fit_eight_examples():
     model = RaSoR(hp, inputs())
     batch = pad([example(8 + k % 4, 3 + k % 3, seed=10 + k) for k in range(8)])
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
-    losses = []
-    for _ in range(40):
-        loss = span_loss(model(batch), batch.c_mask, batch.starts, batch.ends, hp.max_answer_length)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
+    losses = fit_losses(model, batch, optimizer, hp.max_answer_length)
     assert losses[-1] < 0.3 * losses[0]
 
 
