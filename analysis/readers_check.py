@@ -13,7 +13,6 @@ trainable parameters, training time, the loss at the start and at the end.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import platform
@@ -23,6 +22,7 @@ from pathlib import Path
 import torch
 
 from concur.approaches.base import RunContext, build_approach
+from concur.approaches.reader.settings import with_spacy_pipeline
 from concur.baselines import lexical_overlap_answers
 from concur.data.model import Split
 from concur.data.prepare import prepare
@@ -54,6 +54,7 @@ def main() -> None:
     overrides = {name: json.loads(value) for name, value in (item.split("=", 1) for item in args.set)}  # [approach:]name
     registry = default_registry([Path(__file__).parent / "checks"])
     workspace = Workspace.resolve()
+    args.cache_dir = workspace.cache_dir
     locator = SourceLocator(tuple(data_roots(tuple(args.source_dir))), workspace.cache_dir)
     prepared, _ = prepare(registry.benchmark(args.bench), locator, workspace.data_dir)
     train, test = prepared.load("train"), prepared.load("test")
@@ -81,10 +82,10 @@ def _row(spec, overrides: dict, train: Split, test: Split, gold: dict, args: arg
     shared = {name: value for name, value in overrides.items() if ":" not in name and name in spec.hparams}
     own = {name.split(":", 1)[1]: value for name, value in overrides.items() if name.startswith(f"{spec.id}:")}
     hparams = {**spec.hparams, **shared, **own}
-    if args.spacy_pipeline and spec.model.get("linguistic_features"):
-        spec = dataclasses.replace(spec, model={**spec.model, "spacy_pipeline": args.spacy_pipeline})
-    approach = build_approach(spec, hparams)
-    context = RunContext(device=args.device, seed=args.seed, log=lambda line: None, work_dir=Path("."), model_path=args.vectors)
+    approach = build_approach(with_spacy_pipeline(spec, args.spacy_pipeline), hparams)
+    context = RunContext(
+        device=args.device, seed=args.seed, log=lambda line: None, work_dir=Path("."), model_path=args.vectors, cache_dir=args.cache_dir
+    )
     started = time.perf_counter()
     report = approach.train(train, context)
     seconds = time.perf_counter() - started

@@ -1,11 +1,14 @@
 """Training and inference speed of the non-pretrained readers, in questions per second.
 
 Run: `python analysis/speed_readers.py [--device cuda] [--steps 30] [--approaches bidaf,qanet]`.
-Data: real SQuAD questions (the MRQA SQuAD dev file from ../shared/data or --source-dir), the
-first `--questions` of them. Training speed counts the optimisation loop only (forward,
-backward, optimiser step; TrainReport.details["fit_seconds"]) over `--steps` steps of each
-spec's batch size; inference speed is the whole predict() call (tokenising, batching,
-decoding) over the same questions. Prints the machine it ran on.
+Data: real SQuAD questions (the MRQA SQuAD dev file from ../shared/data or --source-dir), a
+seeded sample of `--questions` of them. Training speed counts the optimisation loop only
+(forward, backward, optimiser step; TrainReport.details["fit_seconds"]) over `--steps` steps
+of each spec's batch size, after `--warmup-steps` untimed ones (cuDNN/cuBLAS set-up and
+first-shape costs would otherwise dominate short runs on a GPU); inference speed is the whole predict() call (tokenising, tagging or
+reading the annotation cache, batching, decoding) over the same questions. The with-features
+readers need a spaCy pipeline (`--spacy-pipeline`) unless `concur data annotate` has cached
+these texts. Prints the machine it ran on.
 """
 
 from __future__ import annotations
@@ -19,22 +22,24 @@ from pathlib import Path
 import torch
 
 from concur.approaches.base import RunContext, build_approach
+from concur.approaches.reader.settings import with_spacy_pipeline
 from concur.data.mrqa import read_mrqa
 from concur.data.transforms import downsample
 from concur.registry.registry import default_registry
-from concur.workspace import data_roots
+from concur.workspace import Workspace, data_roots
 
 SQUAD_DEV = "mrqa/dev/SQuAD.jsonl.gz"
-READERS = "rasor,bidaf,docreader-nofeat,bidaf-pp,mnemonic-reader-nofeat,qanet,fusionnet-nofeat"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--approaches", default=READERS, help="comma-separated approach ids")
+    parser.add_argument("--approaches", default="", help="comma-separated approach ids (default: every non-pretrained one)")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--steps", type=int, default=30, help="optimiser steps timed per approach")
+    parser.add_argument("--warmup-steps", type=int, default=10, help="untimed optimiser steps before each approach's timed run")
     parser.add_argument("--questions", type=int, default=2000)
+    parser.add_argument("--spacy-pipeline", default=None, help="spaCy pipeline (package or directory) for the with-features readers")
     parser.add_argument("--source-dir", type=Path, action="append", default=[])
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -46,12 +51,18 @@ def main() -> None:
     print(f"machine: {device}, {args.threads} CPU threads, torch {torch.__version__}; data: {data.n_questions} SQuAD dev questions")
     print(f"{'approach':24s} {'batch':>5s} {'train q/s':>10s} {'predict q/s':>12s} {'params':>11s}")
     registry = default_registry()
-    for approach_id in args.approaches.split(","):
-        spec = registry.approach(approach_id)
+    if args.approaches:
+        specs = [registry.approach(name) for name in args.approaches.split(",")]
+    else:
+        specs = [spec for spec in registry.approaches() if spec.family == "non-pretrained"]
+    cache_dir = Workspace.resolve().cache_dir
+    for spec in specs:
+        spec = with_spacy_pipeline(spec, args.spacy_pipeline)
         batch = spec.hparams["batch_size"]
-        epochs = args.steps * batch / data.n_questions
-        approach = build_approach(spec, {**spec.hparams, "epochs": epochs})
-        context = RunContext(device=args.device, seed=0, log=lambda line: None, work_dir=Path("."))
+        context = RunContext(device=args.device, seed=0, log=lambda line: None, work_dir=Path("."), cache_dir=cache_dir)
+        if args.warmup_steps:
+            build_approach(spec, {**spec.hparams, "epochs": args.warmup_steps * batch / data.n_questions}).train(data, context)
+        approach = build_approach(spec, {**spec.hparams, "epochs": args.steps * batch / data.n_questions})
         report = approach.train(data, context)
         if args.device.startswith("cuda"):
             torch.cuda.synchronize()
@@ -61,7 +72,7 @@ def main() -> None:
         if args.device.startswith("cuda"):
             torch.cuda.synchronize()
         predict_rate = data.n_questions / (time.perf_counter() - started)
-        print(f"{approach_id:24s} {batch:5d} {train_rate:10.1f} {predict_rate:12.1f} {report.details['parameters']:11,d}", flush=True)
+        print(f"{spec.id:24s} {batch:5d} {train_rate:10.1f} {predict_rate:12.1f} {report.details['parameters']:11,d}", flush=True)
 
 
 if __name__ == "__main__":

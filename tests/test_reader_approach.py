@@ -11,7 +11,7 @@ import pytest
 
 from concur.approaches.base import RunContext, build_approach
 from concur.data.babi import read_babi
-from concur.errors import ModelUnavailableError
+from concur.errors import ConcurError, ModelUnavailableError
 from concur.metrics import evaluate
 from concur.registry import default_registry
 from tests.conftest import PEOPLE, PLACES, toml_value, write_babi_like
@@ -28,6 +28,7 @@ SMALL_BIDAF = {
     "beta2": 0.999,
     "batch_size": 16,
     "epochs": 8.0,
+    "steps": 0,  # the spec's 20,000-step budget would replace the epochs
     "ema_decay": 0.0,
 }
 # bAbI-like stories use these words and nothing else (tests/conftest.py:write_babi_like).
@@ -100,6 +101,18 @@ def test_a_glove_file_gives_vectors_and_covers_test_words(tmp_path):
     approach.predict(test, _context(tmp_path, lines, model_path=glove))
     assert embedding.fixed.shape[0] == rows_before + 1  # "crawled" joined with its pretrained vector
     assert lines[-1].endswith("1 new test words with pretrained vectors")
+
+
+def test_a_step_budget_replaces_the_epochs(tmp_path):
+    train = _split(tmp_path, "train", 20, 1)  # 60 questions: 4 batches of 16 an epoch
+    spec, hparams = _small_bidaf({"offline_vectors": "random", "word_dim": 8})
+    by_epochs = build_approach(spec, {**hparams, "epochs": 2.0}).train(train, _context(tmp_path, []))
+    by_steps = build_approach(spec, {**hparams, "epochs": 2.0, "steps": 11}).train(train, _context(tmp_path, []))
+    assert by_epochs.optimizer_steps == 8
+    assert by_steps.optimizer_steps == 11
+    assert len(by_steps.losses) == 11  # one loss point per step when there are fewer steps than points
+    with pytest.raises(ConcurError, match="steps = -1"):
+        build_approach(spec, {**hparams, "steps": -1})
 
 
 def test_a_missing_vector_file_is_an_error_not_a_fallback(tmp_path):

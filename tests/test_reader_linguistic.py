@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import sqlite3
 import sys
 
 import pytest
@@ -114,3 +116,69 @@ def test_without_spacy_the_error_names_the_extra(monkeypatch):
         load_tagger("en_core_web_sm", "mnemonic-reader")
     message = str(caught.value)
     assert "concur[features]" in message and "'mnemonic-reader'" in message and "-nofeat" in message
+
+
+def test_the_cache_answers_later_taggers_without_spacy(tmp_path, monkeypatch):
+    pipeline = str(build_babi_pipeline(tmp_path / "babi_rules"))
+    sequences = [
+        (["Mary", "moved", "to", "the", "bathroom", "."], [T, T, T, T, F, F]),
+        (["Where", "is", "Mary", "?"], [T, T, F, F]),
+        (["Mary", "moved", "to", "the", "bathroom", "."], [T, T, T, T, F, F]),  # the same sequence again
+    ]
+    first = load_tagger(pipeline, "drqa", tmp_path / "cache")
+    tagged = first.annotate(sequences)
+    cache = tmp_path / "cache" / "annotations" / "en_babi_rules-1.0.0.sqlite"
+    assert cache.is_file()
+    with sqlite3.connect(cache) as connection:
+        assert connection.execute("SELECT COUNT(*) FROM annotations").fetchone() == (2,)
+    monkeypatch.setitem(sys.modules, "spacy", None)  # a later job, on a machine without spaCy
+    second = load_tagger(pipeline, "drqa", tmp_path / "cache")
+    assert second.name == "en_babi_rules 1.0.0"
+    assert second.annotate(sequences) == tagged
+    assert (
+        tagged[0]
+        == tagged[2]
+        == Annotation(
+            pos=("NNP", "VBD", "IN", "DT", "NN", "."),
+            ner=("PERSON", "", "", "", "LOC", ""),
+            lemma=("mary", "move", "to", "the", "bathroom", "."),
+        )
+    )
+    # a text the cache lacks needs spaCy, and the error says how to get it
+    with pytest.raises(ModelUnavailableError, match=r"concur\[features\]"):
+        second.annotate([(["John", "went", "to", "the", "garden", "."], [T, T, T, T, F, F])])
+
+
+def test_only_texts_missing_from_the_cache_are_tagged(tmp_path):
+    pipeline = str(build_babi_pipeline(tmp_path / "babi_rules"))
+    tagger = load_tagger(pipeline, "drqa", tmp_path / "cache")
+    tagger.annotate([(["Where", "is", "John", "?"], [T, T, F, F])])
+    tagged_texts = []
+    original = tagger._tag
+
+    def counting(sequences, batch_size):
+        tagged_texts.extend(words for words, _ in sequences)
+        return original(sequences, batch_size)
+
+    tagger._tag = counting
+    annotations = tagger.annotate([(["Where", "is", "John", "?"], [T, T, F, F]), (["bedroom"], [F]), (["bedroom"], [F])])
+    assert tagged_texts == [["bedroom"]]
+    assert annotations[0].ner == ("", "", "PERSON", "")
+    assert annotations[1] == annotations[2] == Annotation(("NN",), ("LOC",), ("bedroom",))
+
+
+def test_an_unreadable_cache_is_named(tmp_path):
+    pipeline = str(build_babi_pipeline(tmp_path / "babi_rules"))
+    broken = tmp_path / "cache" / "annotations" / "en_babi_rules-1.0.0.sqlite"
+    broken.parent.mkdir(parents=True)
+    broken.write_bytes(b"this is not a database, it is a text file of sufficient length to be read " * 20)
+    with pytest.raises(ConcurError, match=re.escape(str(broken))):
+        load_tagger(pipeline, "drqa", tmp_path / "cache")
+
+
+def test_spacy2_pronoun_lemmas_become_the_word(tmp_path):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("attribute_ruler").add([[{"LOWER": "she"}]], {"TAG": "PRP", "LEMMA": "-PRON-"})
+    nlp.to_disk(tmp_path / "pron")
+    [annotation] = Tagger(str(tmp_path / "pron")).annotate([(["She", "left"], [T, F])])
+    assert annotation.lemma == ("she", "left")

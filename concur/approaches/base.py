@@ -27,6 +27,7 @@ class RunContext:
     work_dir: Path  # scratch space inside the job directory
     per_device_batch_size: int | None = None  # cap on examples per forward pass (memory only)
     model_path: Path | None = None  # local weights that replace the spec's model location
+    cache_dir: Path | None = None  # the workspace's cache, shared by jobs (e.g. token annotations)
 
 
 @dataclass

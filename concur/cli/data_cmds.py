@@ -10,6 +10,7 @@ from concur.cli.common import SOURCE_DIR_OPTION, Format, err, print_json, print_
 from concur.cli.kg_cmd import build_kg_command
 from concur.data.prepare import SPLITS, prepare
 from concur.data.stats import split_stats
+from concur.errors import ConcurError
 
 app = typer.Typer(help="Prepare benchmark data (local copies or verified downloads).", no_args_is_help=True)
 app.command("build-kg")(build_kg_command)
@@ -87,6 +88,38 @@ def stats_command(
         for split, row in by_split.items()
     ]
     print_table(None, columns, rows)
+
+
+@app.command("annotate")
+def annotate_command(
+    ctx: typer.Context,
+    benchmarks: list[str] = typer.Argument(..., help="Benchmark ids; each is prepared first if it is not yet."),
+    approaches: list[str] | None = typer.Option(
+        None, "--approach", "-a", help="With-features approaches to tag for (default: every registered one)."
+    ),
+    source_dir: list[Path] | None = SOURCE_DIR_OPTION,
+) -> None:
+    """Tag passages and questions with spaCy once, into runs/cache/annotations/, for the with-features readers."""
+    from concur.approaches.reader.pretag import feature_inputs, pretag
+
+    state = settings(ctx)
+    registry = state.registry()
+    specs = [registry.benchmark(bench_id) for bench_id in benchmarks]
+    chosen = [registry.approach(name) for name in approaches] if approaches else registry.approaches()
+    groups = feature_inputs(chosen)
+    if not groups:
+        names = ", ".join(spec.id for spec in chosen)
+        raise ConcurError(f"none of the approaches {names} uses linguistic features; nothing to annotate")
+    locator = state.locator(source_dir)
+    workspace = state.workspace()
+    rows = []
+    for spec in specs:
+        bench, _ = prepare(spec, locator, workspace.data_dir)
+        splits = [bench.load(split) for split in SPLITS]
+        for inputs, approach_ids in groups.items():
+            report = pretag(splits, inputs, approach_ids, workspace.cache_dir)
+            rows.append([spec.id, report.pipeline, ", ".join(report.approaches), f"{report.texts:,}", f"{report.tagged:,}"])
+    print_table(None, ["benchmark", "pipeline", "approaches", "texts", "tagged now"], rows)
 
 
 def _dropped_summary(splits: dict) -> str:

@@ -82,7 +82,7 @@ def run_job(
                 log_file.write(f"{_now()} {line}\n")
                 echo(line)
 
-            result = _execute(job, spec, bench, job_dir, device, options, log, started_at)
+            result = _execute(job, spec, bench, workspace, job_dir, device, options, log, started_at)
         job_dir.write_result(result)
     store.record(result, job_dir.path)
     return Outcome(job, JobState.DONE if result["status"] == "ok" else JobState.FAILED, ran=True, result=result)
@@ -92,6 +92,7 @@ def _execute(
     job: Job,
     spec: ApproachSpec,
     bench: PreparedBenchmark,
+    workspace: Workspace,
     job_dir: JobDir,
     device: str,
     options: RunOptions,
@@ -113,6 +114,7 @@ def _execute(
         work_dir=job_dir.path,
         per_device_batch_size=options.per_device_batch_size,
         model_path=options.model_path,
+        cache_dir=workspace.cache_dir,
     )
     try:
         log(f"job {job.key}: {job.describe()} on {result['device']}")

@@ -53,7 +53,7 @@ class ReaderApproach:
         hp, settings = self.hparams, self.settings
         torch.manual_seed(context.seed)
         rng = np.random.default_rng(context.seed)
-        self._tagger = load_tagger(settings.spacy_pipeline, self.spec.id) if settings.linguistic_features else None
+        self._tagger = load_tagger(settings.spacy_pipeline, self.spec.id, context.cache_dir) if settings.linguistic_features else None
         vector_file = find_vectors(settings, context.model_path)
         self._source = open_vectors(vector_file) if vector_file else offline_vectors(settings.offline_vectors)
         vectors_name = self._source.name if self._source else "offline:random"

@@ -9,6 +9,7 @@ file is on the machine the run uses `offline_vectors` instead and records which 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,3 +49,10 @@ def reader_settings(spec: ApproachSpec) -> ReaderSettings:
         spacy_pipeline=pipeline,
         spec_dir=spec.file.parent,
     )
+
+
+def with_spacy_pipeline(spec: ApproachSpec, pipeline: str | None) -> ApproachSpec:
+    """`spec` with its `[model] spacy_pipeline` replaced, for approaches that use linguistic features."""
+    if not pipeline or not spec.model.get("linguistic_features"):
+        return spec
+    return dataclasses.replace(spec, model={**spec.model, "spacy_pipeline": pipeline})

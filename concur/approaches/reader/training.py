@@ -69,6 +69,9 @@ class WeightAverage:
 
 
 def total_steps(n_examples: int, hp: ReaderHParams) -> int:
+    """The training budget: `steps` when the spec counts steps, else `epochs` passes over the examples."""
+    if hp.steps > 0:
+        return hp.steps
     return max(1, math.ceil(hp.epochs * math.ceil(n_examples / hp.batch_size)))
 
 

@@ -22,6 +22,7 @@ class ReaderHParams:
     weight_decay: float  # L2 penalty added to the gradients (coupled, as the papers' optimisers)
     batch_size: int  # questions per optimiser step
     epochs: float
+    steps: int  # optimiser steps; > 0 replaces `epochs` (BiDAF's official code trains 20,000 steps whatever the data size)
     warmup_steps: int  # QANet's inverse-exponential warm-up: rate * log(step + 1) / log(warmup_steps); 0 = none
     lr_decay: float  # multiply the rate by this every lr_decay_every_steps steps (RaSoR); 1.0 = none
     lr_decay_every_steps: int
@@ -45,6 +46,7 @@ class ReaderHParams:
             ("weight_decay", self.weight_decay >= 0, "must not be negative"),
             ("batch_size", self.batch_size >= 1, "must be at least 1"),
             ("epochs", self.epochs > 0, "must be positive"),
+            ("steps", self.steps >= 0, "must not be negative (0 trains for `epochs` instead)"),
             ("warmup_steps", self.warmup_steps >= 0, "must not be negative (0 turns warm-up off)"),
             ("lr_decay", 0 < self.lr_decay <= 1, "must be in (0, 1] (1.0 turns decay off)"),
             ("lr_decay_every_steps", self.lr_decay_every_steps >= 1, "must be at least 1"),

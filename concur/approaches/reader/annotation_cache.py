@@ -1,0 +1,115 @@
+"""Token annotations kept on disk per spaCy pipeline, so that the jobs of a study tag each text once.
+
+A study trains each with-features reader on the same benchmark under several hyperparameter
+settings and seeds, and tagging SQuAD's passages takes minutes every time. The cache is one
+SQLite file per pipeline (its name and version, read from the pipeline's `meta.json` without
+loading spaCy) under `runs/cache/annotations/`, keyed by a hash of each token sequence and its
+spacing. Rows are written in one transaction per call, so a killed job leaves a valid cache,
+and concurrent jobs share it (WAL). A job whose texts are all cached never imports spaCy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import re
+import sqlite3
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from concur.errors import ConcurError
+
+Sequences = Sequence[tuple[Sequence[str], Sequence[bool]]]
+Row = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]  # pos, ner, lemma
+
+# SQLite's default limit on the parameters of one statement is 999 (before 3.32).
+_KEYS_PER_QUERY = 900
+_BUSY_TIMEOUT_S = 60.0
+
+
+def pipeline_meta(pipeline: str) -> dict[str, Any] | None:
+    """The `meta.json` of a pipeline directory or installed pipeline package; None when there is none."""
+    directory = Path(pipeline)
+    if not directory.is_dir():
+        try:
+            found = importlib.util.find_spec(pipeline) if pipeline.isidentifier() else None
+        except (ImportError, ValueError):
+            found = None
+        if found is None or not found.submodule_search_locations:
+            return None
+        directory = Path(next(iter(found.submodule_search_locations)))
+    meta = directory / "meta.json"
+    if not meta.is_file():
+        return None
+    return json.loads(meta.read_text(encoding="utf-8"))
+
+
+def pipeline_name(meta: dict[str, Any]) -> str:
+    """`en_core_web_sm 2.2.5`: what a result records, and what the cache is keyed by."""
+    return f"{meta['lang']}_{meta['name']} {meta['version']}"
+
+
+def sequence_key(words: Sequence[str], spaces: Sequence[bool]) -> bytes:
+    return hashlib.blake2b(json.dumps([list(words), [bool(s) for s in spaces]]).encode("utf-8"), digest_size=16).digest()
+
+
+class AnnotationCache:
+    """The cached annotations of one pipeline: look up many sequences at once, store many at once."""
+
+    def __init__(self, cache_dir: Path, name: str) -> None:
+        directory = cache_dir / "annotations"
+        directory.mkdir(parents=True, exist_ok=True)
+        self.path = directory / f"{re.sub(r'[^A-Za-z0-9_.-]+', '-', name)}.sqlite"
+        self.name = name
+        try:
+            with self._connect() as connection:
+                connection.execute("PRAGMA journal_mode=WAL")
+                connection.execute("CREATE TABLE IF NOT EXISTS annotations (key BLOB PRIMARY KEY, value TEXT NOT NULL)")
+        except sqlite3.DatabaseError as error:
+            raise ConcurError(f"annotation cache {self.path} is unreadable ({error}); delete it and the texts are tagged again") from error
+
+    def _connect(self) -> sqlite3.Connection:
+        return sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S)
+
+    def lookup(self, keys: Sequence[bytes]) -> dict[bytes, Row]:
+        """The cached rows among `keys`."""
+        found: dict[bytes, Row] = {}
+        unique = list(dict.fromkeys(keys))
+        connection = self._connect()
+        try:
+            for chunk in _chunks(unique, _KEYS_PER_QUERY):
+                marks = ",".join("?" * len(chunk))
+                for key, value in connection.execute(f"SELECT key, value FROM annotations WHERE key IN ({marks})", chunk):
+                    pos, ner, lemma = json.loads(value)
+                    found[key] = (tuple(pos), tuple(ner), tuple(lemma))
+        finally:
+            connection.close()
+        return found
+
+    def store(self, rows: dict[bytes, Row]) -> None:
+        """Add `rows` in one transaction."""
+        if not rows:
+            return
+        connection = self._connect()
+        try:
+            with connection:
+                connection.executemany(
+                    "INSERT OR REPLACE INTO annotations (key, value) VALUES (?, ?)",
+                    ((key, json.dumps([list(pos), list(ner), list(lemma)])) for key, (pos, ner, lemma) in rows.items()),
+                )
+        finally:
+            connection.close()
+
+    def __len__(self) -> int:
+        connection = self._connect()
+        try:
+            return connection.execute("SELECT COUNT(*) FROM annotations").fetchone()[0]
+        finally:
+            connection.close()
+
+
+def _chunks(items: list[bytes], size: int) -> Iterator[list[bytes]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
