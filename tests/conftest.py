@@ -140,8 +140,10 @@ def tiny_registry(tmp_path, tiny_model_dir) -> Path:
     return root
 
 
-def write_tiny_approach(root: Path, name: str, model_dir: Path, hparams: dict) -> None:
+def write_tiny_approach(root: Path, name: str, model_dir: Path, hparams: dict, space: str = "") -> None:
+    """An hf-span approach spec on the tiny model; `space` is the body of its [space] table, if any."""
     body = "\n".join(f"{key} = {toml_value(value)}" for key, value in hparams.items())
     (root / "approaches" / f"{name}.toml").write_text(
         f'id = "{name}"\nfamily = "pretrained"\nimplementation = "hf-span"\n[model]\npath = "{model_dir}"\n[hparams]\n{body}\n'
+        + (f"[space]\n{space}\n" if space else "")
     )

@@ -96,8 +96,13 @@ def test_selection_by_id_family_glob_and_typos():
     assert select(available, "babi-*,qamr,babi-2", families, rank, "benchmark") == ["babi-2", "babi-11", "qamr"]
     with pytest.raises(UnknownNameError, match="did you mean 'squad-10k'"):
         select(available, "squad-10", families, rank, "benchmark")
-    with pytest.raises(ConcurError, match="no benchmark of family 'cloze'"):
+    with pytest.raises(ConcurError, match="no benchmark in these results is of family 'cloze'"):
         select(available, "cloze", families, rank, "benchmark")
+    assert select(available, "family:downsampled,squad", families, rank, "benchmark") == ["squad-1k", "squad-10k", "squad"]
+    with pytest.raises(UnknownNameError, match=r"unknown benchmark family \(in these results\) 'humn'; did you mean 'human'"):
+        select(available, "family:humn", families, rank, "benchmark")
+    with pytest.raises(UnknownNameError, match="unknown benchmark family 'humn'"):
+        select(available, "family:humn", families, rank, "benchmark", scope="")
     with pytest.raises(ConcurError, match="pattern 'fuzzy-\\*' matches no benchmark"):
         select(available, "fuzzy-*", families, rank, "benchmark")
     skipped: list[str] = []

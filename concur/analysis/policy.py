@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from concur.analysis.tidy import LABEL_COLUMNS
-from concur.runner.jobs import DEFAULT_HPARAM_ID
+from concur.runner.hparams import PUBLISHED
 
 CELL = ["approach", "benchmark"]
 REDUCED_SETTING = -1  # stands for "no hparam_id" while grouping; never leaves this module
@@ -65,7 +65,7 @@ def reduce_runs(frame: pd.DataFrame, policy: Policy | str) -> Cells:
         runs=("runs", "sum"),
     )
     if policy is Policy.default:
-        usable = settings[settings["setting"].isin([DEFAULT_HPARAM_ID, REDUCED_SETTING])]
+        usable = settings[settings["setting"].isin([PUBLISHED, REDUCED_SETTING])]
         chosen = usable.sort_values([*CELL, "setting"], ascending=[True, True, False]).drop_duplicates(CELL)
     elif policy is Policy.best:
         chosen = settings.sort_values([*CELL, "em", "setting"], ascending=[True, True, False, True]).drop_duplicates(CELL)
@@ -76,6 +76,6 @@ def reduce_runs(frame: pd.DataFrame, policy: Policy | str) -> Cells:
     if labels:
         table = table.merge(frame[[*CELL, *labels]].drop_duplicates(CELL), on=CELL, how="left")
     excluded = spread.index.difference(pd.MultiIndex.from_frame(table[CELL]))
-    reason = f"no run with the default hyperparameters (hparam_id {DEFAULT_HPARAM_ID})"
+    reason = f"no run with the default hyperparameters (hparam_id {PUBLISHED})"
     excluded_frame = pd.DataFrame([(approach, bench, reason) for approach, bench in excluded], columns=[*CELL, "reason"])
     return Cells(table.reset_index(drop=True), excluded_frame, policy)

@@ -1,4 +1,4 @@
-"""Choose approaches and benchmarks by id, family or glob: `pretrained`, `babi-*`, `squad,qamr`.
+"""Choose approaches and benchmarks by id, family or glob: `pretrained`, `family:human`, `babi-*`, `squad,qamr`.
 
 Items are comma-separated and expand in the order given; a family or glob expands to its
 members in family order, then natural name order (babi-2 before babi-11). Every item must
@@ -15,6 +15,7 @@ from concur.errors import ConcurError, UnknownNameError
 
 ALL = "all"
 GLOB_CHARACTERS = "*?["
+FAMILY_PREFIX = "family:"  # names a family explicitly, e.g. when an id could be read as one
 
 
 def select(
@@ -25,11 +26,13 @@ def select(
     kind: str,
     *,
     skipped: list[str] | None = None,
+    scope: str = "in these results",  # where the ids come from, for messages ("" for the registry)
 ) -> list[str]:
     """The ids of `available` that `request` names, without repeats.
 
-    An item that matches nothing is an error, unless a `skipped` list is given to collect
-    such items (figure recipes draw what the results hold and say what they left out).
+    An item that matches nothing is an error (`scope` says where the ids come from), unless
+    a `skipped` list is given to collect such items (figure recipes draw what the results
+    hold and say what they left out).
     """
     ordered = family_order(list(available), families, family_rank)
     if request is None or request.strip() in ("", ALL):
@@ -40,7 +43,7 @@ def select(
         if not item:
             continue
         try:
-            matches = _expand(item, available, ordered, families, family_rank, present_families, kind)
+            matches = _expand(item, available, ordered, families, family_rank, present_families, kind, scope)
         except ConcurError:
             if skipped is None:
                 raise
@@ -50,20 +53,26 @@ def select(
     return chosen
 
 
-def _expand(item, available, ordered, families, family_rank, present_families, kind) -> list[str]:
+def _expand(item, available, ordered, families, family_rank, present_families, kind, scope) -> list[str]:
+    what = f"{kind} {scope}".strip()  # e.g. "benchmark in these results"
     if item == ALL:
         return ordered
-    if item in available:
+    family = item[len(FAMILY_PREFIX) :] if item.startswith(FAMILY_PREFIX) else None
+    if family is None and item in available:
         return [item]
-    if item in present_families or item in family_rank:
-        matches = [member for member in ordered if families.get(member) == item]
+    known_families = sorted({*(name for name in present_families if name), *family_rank})
+    if family is not None or item in present_families or item in family_rank:
+        family = item if family is None else family
+        if family not in known_families:
+            raise UnknownNameError(f"{kind} family" + (f" ({scope})" if scope else ""), family, known_families)
+        matches = [member for member in ordered if families.get(member) == family]
         if not matches:
-            raise ConcurError(f"no {kind} of family {item!r} in these results")
+            raise ConcurError(f"no {what} is of family {family!r}")
         return matches
     if any(character in item for character in GLOB_CHARACTERS):
         matches = [member for member in ordered if fnmatch.fnmatchcase(member, item)]
         if not matches:
-            raise ConcurError(f"pattern {item!r} matches no {kind} in these results")
+            raise ConcurError(f"pattern {item!r} matches no {what}")
         return matches
-    known = [*available, *sorted(name for name in present_families if name)]
-    raise UnknownNameError(f"{kind} (in these results)", item, known)
+    known = [*available, *(name for name in present_families if name)]
+    raise UnknownNameError(kind + (f" ({scope})" if scope else ""), item, known)

@@ -1,4 +1,4 @@
-"""`concur run` (one job, locally) and `concur status` (what is done, failed, pending)."""
+"""`concur run` (a grid of jobs, locally) and `concur status` (what is done, failed, pending)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from typing import Any
 
 import typer
 
-from concur.approaches.base import ensure_runnable
 from concur.cli.common import SOURCE_DIR_OPTION, Format, err, out, print_json, print_table, settings
 from concur.data.prepare import prepare
 from concur.devices import DEVICE_CHOICES
 from concur.errors import ConcurError
+from concur.runner.grid import GridRequest, expand_grid
 from concur.runner.jobdir import JobState, job_dirs
 from concur.runner.jobs import make_job
-from concur.runner.local import RunOptions, run_job
+from concur.runner.local import Outcome, RunOptions, run_job
 from concur.runner.store import Store
 
 ERROR_WIDTH = 80
@@ -23,35 +23,58 @@ ERROR_WIDTH = 80
 
 def run(
     ctx: typer.Context,
-    approach: str = typer.Option(..., "--approach", "-a", help="Approach id, e.g. minilm-l6 or bert-base."),
-    bench: str = typer.Option(..., "--bench", "-b", help="Benchmark id, e.g. babi-1 or squad-20k."),
-    seed: int = typer.Option(0, "--seed", help="Training seed."),
+    approach: list[str] = typer.Option(
+        ..., "--approach", "-a", help="Approach ids, globs or families (family:NAME); repeatable or comma-separated, e.g. 'bert-*'."
+    ),
+    bench: list[str] = typer.Option(
+        ..., "--bench", "-b", help="Benchmark ids, globs or families; repeatable or comma-separated, e.g. family:human."
+    ),
+    hparams: int = typer.Option(1, "--hparams", min=1, help="Settings per approach: 0 = its published one, 1..N-1 drawn from its [space]."),
+    hparam_seed: int = typer.Option(0, "--hparam-seed", help="Seed of the drawn settings: the same seed always draws the same ones."),
+    seeds: str = typer.Option("0", "--seeds", "--seed", help="Training seeds, comma-separated, e.g. 0,1,2."),
     device: str = typer.Option("auto", "--device", help=f"One of {', '.join(DEVICE_CHOICES)} or cuda:N."),
     threads: int | None = typer.Option(None, "--threads", min=1, help="CPU threads for PyTorch (default: PyTorch's choice)."),
     per_device_batch_size: int | None = typer.Option(
         None, "--per-device-batch-size", min=1, help="Cap examples per forward pass; gradients accumulate to the spec's batch."
     ),
     model_path: Path | None = typer.Option(None, "--model-path", help="Local copy of the approach's pretrained weights."),
-    retry_failed: bool = typer.Option(False, "--retry-failed", help="Run again if this job failed before."),
+    retry_failed: bool = typer.Option(False, "--retry-failed", help="Run again jobs that failed before."),
     source_dir: list[Path] | None = SOURCE_DIR_OPTION,
 ) -> None:
-    """Train APPROACH on BENCH's train split, test on its test split, store EM/F1.
+    """Train each APPROACH on each BENCH's train split, test on its test split, store EM/F1.
 
-    A job that already finished is not run again: the stored result is printed.
+    Every combination of approaches, benchmarks, hyperparameter settings and seeds is one job;
+    a job that already finished is not run again (its stored result is shown).
     """
     state = settings(ctx)
     registry = state.registry()
-    spec = registry.approach(approach)
-    bench_spec = registry.benchmark(bench)
-    ensure_runnable(spec)  # before any data is prepared
+    request = GridRequest(",".join(approach), ",".join(bench), hparams=hparams, seeds=_seeds(seeds), hparam_seed=hparam_seed)
+    points = expand_grid(registry, request)  # every name checked, every setting drawn, before any data is prepared
     workspace = state.workspace()
-    prepared, _ = prepare(bench_spec, state.locator(source_dir), workspace.data_dir)
-    job = make_job(spec, prepared, seed=seed)
+    locator = state.locator(source_dir)
+    prepared = {}
+    for point in points:
+        if point.bench.id not in prepared:
+            prepared[point.bench.id], _ = prepare(point.bench, locator, workspace.data_dir)
     store = Store(workspace.db_path)
     options = RunOptions(device, threads, per_device_batch_size, model_path, retry_failed)
-    outcome = run_job(job, spec, prepared, workspace, store, options, echo=lambda line: err.print(line, markup=False))
-    result = outcome.result
-    job_dir = workspace.jobs_dir / job.key
+    outcomes = []
+    for number, point in enumerate(points, start=1):
+        bench_data = prepared[point.bench.id]
+        job = make_job(point.approach, bench_data, seed=point.seed, setting=point.setting)
+        if len(points) > 1:
+            err.print(f"[{number}/{len(points)}] {job.describe()}", markup=False)
+        outcome = run_job(job, point.approach, bench_data, workspace, store, options, echo=lambda line: err.print(line, markup=False))
+        outcomes.append(outcome)
+    if len(outcomes) == 1:
+        _report_one(outcomes[0], workspace.jobs_dir)
+    else:
+        _report_grid(outcomes)
+
+
+def _report_one(outcome: Outcome, jobs_dir: Path) -> None:
+    job, result = outcome.job, outcome.result
+    job_dir = jobs_dir / job.key
     if outcome.state is JobState.FAILED:
         hint = "" if outcome.ran else " (it failed before; rerun with --retry-failed)"
         raise ConcurError(f"job {job.key} ({job.describe()}) failed: {result.get('error')}{hint}; traceback in {job_dir / 'result.json'}")
@@ -64,6 +87,31 @@ def run(
         f"train {result['train_seconds']:.1f} s  eval {result['eval_seconds']:.1f} s  on {result['device']}"
     )
     out.print(f"results: {job_dir}")
+
+
+def _report_grid(outcomes: list[Outcome]) -> None:
+    rows = []
+    for outcome in outcomes:
+        job, result = outcome.job, outcome.result
+        scores = result.get("scores") or {}
+        state = outcome.state.value if outcome.ran else f"{outcome.state.value} (before)"
+        error = (result.get("error") or "")[:ERROR_WIDTH]
+        em, f1 = _num(scores.get("exact_match")), _num(scores.get("f1"))
+        rows.append([job.approach, job.benchmark, job.hparam_id, job.seed, state, em, f1, job.key, error])
+    counts = Counter(outcome.state.value for outcome in outcomes)
+    ran = sum(outcome.ran for outcome in outcomes)
+    title = f"{len(outcomes)} jobs, {ran} run now: " + "  ".join(f"{count} {name}" for name, count in sorted(counts.items()))
+    print_table(title, ["approach", "benchmark", "hparams", "seed", "state", "EM", "F1", "key", "error"], rows)
+    failed = counts.get(JobState.FAILED.value, 0)
+    if failed:
+        raise ConcurError(f"{failed} of {len(outcomes)} jobs failed; `concur status` shows their errors, --retry-failed runs them again")
+
+
+def _seeds(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError as error:
+        raise ConcurError(f"--seeds must be comma-separated integers, got {text!r}") from error
 
 
 def status(

@@ -17,9 +17,9 @@ from typing import Any
 from concur import RESULT_VERSION
 from concur.data.prepare import PreparedBenchmark
 from concur.registry.specs import ApproachSpec
+from concur.runner.hparams import PUBLISHED, HparamSetting
 
 KEY_LENGTH = 16  # hex digits: 64 bits, collision-free for any study's number of jobs
-DEFAULT_HPARAM_ID = 0  # the approach's published SQuAD setting
 
 
 @dataclass(frozen=True)
@@ -63,14 +63,15 @@ class Job:
         }
 
 
-def make_job(spec: ApproachSpec, bench: PreparedBenchmark, *, seed: int) -> Job:
-    """The job of `spec`'s published hyperparameters (setting 0) on a prepared benchmark."""
+def make_job(spec: ApproachSpec, bench: PreparedBenchmark, *, seed: int, setting: HparamSetting | None = None) -> Job:
+    """The job of `spec` with a hyperparameter setting (default: its published one, setting 0) on a prepared benchmark."""
+    setting = setting or HparamSetting(PUBLISHED, dict(spec.hparams))
     return Job(
         approach=spec.id,
         benchmark=bench.manifest["benchmark"],
-        hparam_id=DEFAULT_HPARAM_ID,
+        hparam_id=setting.id,
         seed=seed,
-        hparams=dict(spec.hparams),
+        hparams=dict(setting.values),
         implementation=spec.implementation,
         model=dict(spec.model),
         data_hash=bench.data_hash,

@@ -1,0 +1,92 @@
+"""A study's grid: approaches x benchmarks x hyperparameter settings x seeds, chosen by id, family or glob.
+
+`bert-*`, `family:human`, `squad,qamr`: each item must match a registered spec, so a typo is
+an error with the closest name before anything runs. Approaches registered but not yet
+runnable are refused, and every sampled setting is checked against the implementation's
+hyperparameter rules, so a grid that expands runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from concur.analysis.selection import select
+from concur.approaches.base import ensure_runnable
+from concur.approaches.implementations import validate_hparams
+from concur.errors import ConcurError
+from concur.registry.registry import Registry
+from concur.registry.specs import APPROACH_FAMILIES, BENCHMARK_FAMILIES, ApproachSpec, BenchmarkSpec
+from concur.runner.hparams import HparamSetting, hparam_settings
+
+REGISTRY_SCOPE = ""  # messages say "unknown approach 'x'", as the registry does
+
+
+@dataclass(frozen=True)
+class GridRequest:
+    approaches: str  # comma-separated ids, families (`family:NAME` or NAME) and globs
+    benches: str
+    hparams: int = 1  # settings per approach: 0 = its published one, then samples
+    seeds: tuple[int, ...] = (0,)
+    hparam_seed: int = 0  # the study's sampling seed: the same study always samples the same settings
+
+
+@dataclass(frozen=True)
+class GridPoint:
+    approach: ApproachSpec
+    bench: BenchmarkSpec
+    setting: HparamSetting
+    seed: int
+
+    def describe(self) -> str:
+        return f"{self.approach.id} on {self.bench.id} (hparams {self.setting.id}, seed {self.seed})"
+
+
+def expand_grid(registry: Registry, request: GridRequest) -> list[GridPoint]:
+    """Every point of the grid, in benchmark, approach, setting, seed order."""
+    if request.hparams < 1:
+        raise ConcurError(f"--hparams must be at least 1 (setting 0 is the approach's own), got {request.hparams}")
+    if not request.seeds:
+        raise ConcurError("a study needs at least one seed")
+    approaches = select_approaches(registry, request.approaches)
+    benches = select_benchmarks(registry, request.benches)
+    settings = {spec.id: _checked_settings(spec, request.hparams, request.hparam_seed) for spec in approaches}
+    return [
+        GridPoint(spec, bench, setting, seed)
+        for bench in benches
+        for spec in approaches
+        for setting in settings[spec.id]
+        for seed in request.seeds
+    ]
+
+
+def select_approaches(registry: Registry, request: str) -> list[ApproachSpec]:
+    specs = {spec.id: spec for spec in registry.approaches()}
+    families = {spec_id: spec.family for spec_id, spec in specs.items()}
+    chosen = [specs[spec_id] for spec_id in select(list(specs), request, families, APPROACH_FAMILIES, "approach", scope=REGISTRY_SCOPE)]
+    for spec in chosen:
+        ensure_runnable(spec)
+    return chosen
+
+
+def select_benchmarks(registry: Registry, request: str) -> list[BenchmarkSpec]:
+    specs = {spec.id: spec for spec in registry.benchmarks()}
+    families = {spec_id: spec.family for spec_id, spec in specs.items()}
+    return [specs[spec_id] for spec_id in select(list(specs), request, families, BENCHMARK_FAMILIES, "benchmark", scope=REGISTRY_SCOPE)]
+
+
+def request_from_lists(approaches: Sequence[str], benches: Sequence[str], **options: object) -> GridRequest:
+    """A request from repeated command-line options (each may itself be comma-separated)."""
+    return GridRequest(",".join(approaches), ",".join(benches), **options)  # type: ignore[arg-type]
+
+
+def _checked_settings(spec: ApproachSpec, count: int, study_seed: int) -> list[HparamSetting]:
+    settings = hparam_settings(spec, count, study_seed)
+    for setting in settings:
+        problem = validate_hparams(spec.implementation, setting.values)
+        if problem is not None:
+            name, message = problem
+            raise ConcurError(
+                f"approach {spec.id!r} ({spec.file}): hyperparameter setting {setting.id} drawn from [space]: {name} {message}"
+            )
+    return settings
