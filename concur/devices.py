@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 from concur import __version__
@@ -25,6 +27,25 @@ def resolve_device(requested: str) -> str:
     if requested == "cpu":
         return "cpu"
     raise ConcurError(f"unknown device {requested!r}; use one of {', '.join(DEVICE_CHOICES)} (or cuda:N)")
+
+
+@dataclass(frozen=True)
+class Gpu:
+    visible_id: str  # what CUDA_VISIBLE_DEVICES names it by in this process's environment
+    memory_gb: float
+
+
+def visible_gpus(requested: str) -> tuple[Gpu, ...]:
+    """The GPUs workers may use: all visible ones for 'auto' and 'cuda', one for 'cuda:N', none for 'cpu'."""
+    device = resolve_device(requested)
+    if device == "cpu":
+        return ()
+    import torch
+
+    given = os.environ.get("CUDA_VISIBLE_DEVICES")
+    names = [name.strip() for name in given.split(",")] if given else [str(i) for i in range(torch.cuda.device_count())]
+    indices = [int(device.split(":", 1)[1])] if ":" in device else range(torch.cuda.device_count())
+    return tuple(Gpu(names[i], torch.cuda.get_device_properties(i).total_memory / 2**30) for i in indices)
 
 
 def device_description(device: str) -> str:

@@ -65,6 +65,10 @@ class ModelUnavailableError(ConcurError):
     """Pretrained weights that cannot be loaded (offline, missing extra, bad path)."""
 
 
+class NonFiniteLossError(ConcurError):
+    """Training diverged: the loss became NaN or infinite (the job fails with the step, not a meaningless score)."""
+
+
 def closest(name: str, candidates: Iterable[str]) -> str | None:
     """The candidate most similar to `name`, if any is similar enough to suggest."""
     matches = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)

@@ -14,9 +14,10 @@ import concur
 from concur.data.prepare import prepare
 from concur.data.sources import SourceLocator
 from concur.registry import default_registry
+from concur.runner.execute import RunOptions
 from concur.runner.jobdir import JobDir, JobState
 from concur.runner.jobs import make_job
-from concur.runner.local import RunOptions, run_job
+from concur.runner.local import run_job
 from concur.runner.store import Store
 from concur.workspace import Workspace
 from tests.conftest import TINY_HPARAMS, write_tiny_approach

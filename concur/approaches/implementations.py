@@ -21,12 +21,14 @@ from concur.errors import UnknownNameError, closest
 class Implementation:
     hparams: str  # a dataclass with a `problem() -> (field, why) | None` value check
     approach: str
+    batch_field: str = "batch_size"  # the hyperparameter holding examples per optimiser step
 
 
 IMPLEMENTATIONS: dict[str, Implementation] = {
     "hf-span": Implementation(
         hparams="concur.approaches.hf_span.hparams:HFSpanHParams",
         approach="concur.approaches.hf_span.approach:HFSpanApproach",
+        batch_field="train_batch_size",
     ),
     "bidaf": Implementation(
         hparams="concur.approaches.reader.hparams.bidaf:BidafHParams",
@@ -57,6 +59,11 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
         approach="concur.approaches.reader.models.fusionnet:FusionNetApproach",
     ),
 }
+
+
+def batch_size(implementation: str, hparams: dict[str, Any]) -> int:
+    """Examples per optimiser step of a job: what a per-device cap divides into accumulation steps."""
+    return int(hparams[IMPLEMENTATIONS[implementation].batch_field])
 
 
 def _load(target: str) -> Any:

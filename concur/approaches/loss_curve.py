@@ -6,6 +6,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from concur.errors import NonFiniteLossError
+
 # Points on the loss curve per run (TrainReport.losses and log lines): enough to see it
 # fall, few enough to read in a log.
 LOSS_POINTS = 50
@@ -13,7 +15,8 @@ LOSS_POINTS = 50
 
 class LossCurve:
     """Accumulates each optimiser step's loss on the device (no sync per step) and closes an interval every
-    `total_steps / LOSS_POINTS` steps: one log line, one progress-bar status, one point in `points`."""
+    `total_steps / LOSS_POINTS` steps: one log line, one progress-bar status, one point in `points`. A NaN or
+    infinite interval stops training with NonFiniteLossError (checked where the loss is read anyway)."""
 
     def __init__(self, total_steps: int, device: str, log: Callable[[str], None], progress: Any, task: Any) -> None:
         import torch
@@ -33,6 +36,11 @@ class LossCurve:
         self.in_interval += 1
         if self.in_interval == self.interval or step == self.total_steps:
             mean = self.running.item() / self.in_interval
+            if not math.isfinite(mean):
+                first = step - self.in_interval + 1
+                raise NonFiniteLossError(
+                    f"the training loss became {mean} by step {step} of {self.total_steps} (mean of steps {first}-{step})"
+                )
             self.points.append(mean)
             self.running.zero_()
             self.in_interval = 0

@@ -10,12 +10,16 @@ import typer
 
 from concur.cli.common import SOURCE_DIR_OPTION, Format, err, out, print_json, print_table, settings
 from concur.data.prepare import prepare
-from concur.devices import DEVICE_CHOICES
+from concur.devices import DEVICE_CHOICES, visible_gpus
 from concur.errors import ConcurError
+from concur.runner.estimate import estimate_seconds, rates
+from concur.runner.execute import RunOptions
 from concur.runner.grid import GridRequest, expand_grid
 from concur.runner.jobdir import JobState, job_dirs
 from concur.runner.jobs import make_job
-from concur.runner.local import Outcome, RunOptions, run_job
+from concur.runner.local import Outcome
+from concur.runner.pool import DEFAULT_JOBS_PER_GPU, LocalPool, PoolSettings, Task
+from concur.runner.progress_view import GridProgress
 from concur.runner.store import Store
 
 ERROR_WIDTH = 80
@@ -39,6 +43,14 @@ def run(
     ),
     model_path: Path | None = typer.Option(None, "--model-path", help="Local copy of the approach's pretrained weights."),
     retry_failed: bool = typer.Option(False, "--retry-failed", help="Run again jobs that failed before."),
+    workers: int = typer.Option(1, "--workers", min=1, help="Jobs run at once without a GPU (each gets an equal share of the cores)."),
+    jobs_per_gpu: int = typer.Option(
+        DEFAULT_JOBS_PER_GPU, "--jobs-per-gpu", min=1, help="Small jobs ([resources] small = true) sharing one GPU at most."
+    ),
+    max_attempts: int = typer.Option(3, "--max-attempts", min=1, help="Runs of a job whose worker dies without a result."),
+    time_limit: float | None = typer.Option(
+        None, "--time-limit", min=0.01, help="Minutes a job may run (default: its spec's resources.time_limit_hours)."
+    ),
     source_dir: list[Path] | None = SOURCE_DIR_OPTION,
 ) -> None:
     """Train each APPROACH on each BENCH's train split, test on its test split, store EM/F1.
@@ -58,18 +70,29 @@ def run(
             prepared[point.bench.id], _ = prepare(point.bench, locator, workspace.data_dir)
     store = Store(workspace.db_path)
     options = RunOptions(device, threads, per_device_batch_size, model_path, retry_failed)
-    outcomes = []
-    for number, point in enumerate(points, start=1):
+    rates_by_approach = rates(store.rows())
+    tasks = []
+    for point in points:
         bench_data = prepared[point.bench.id]
         job = make_job(point.approach, bench_data, seed=point.seed, setting=point.setting)
-        if len(points) > 1:
-            err.print(f"[{number}/{len(points)}] {job.describe()}", markup=False)
-        outcome = run_job(job, point.approach, bench_data, workspace, store, options, echo=lambda line: err.print(line, markup=False))
-        outcomes.append(outcome)
+        estimate = estimate_seconds(job.approach, bench_data.manifest["splits"]["train"]["questions"], rates_by_approach)
+        tasks.append(Task(job, point.approach, estimate or 0.0))
+    pool_settings = PoolSettings(
+        options,
+        gpus=visible_gpus(device),
+        jobs_per_gpu=jobs_per_gpu,
+        cpu_workers=workers,
+        max_attempts=max_attempts,
+        time_limit_seconds=time_limit * 60 if time_limit else None,
+    )
+    echo = lambda line: err.print(line, markup=False)  # noqa: E731
+    pool = LocalPool(workspace, store, state.registry_dirs, pool_settings, echo, stream_output=len(tasks) == 1)
+    with GridProgress(len({task.job.key for task in tasks}), echo) as progress:
+        outcomes = pool.run(tasks, progress if len(tasks) > 1 else None)
     if len(outcomes) == 1:
         _report_one(outcomes[0], workspace.jobs_dir)
     else:
-        _report_grid(outcomes)
+        _report_grid(outcomes, len(points))
 
 
 def _report_one(outcome: Outcome, jobs_dir: Path) -> None:
@@ -89,7 +112,7 @@ def _report_one(outcome: Outcome, jobs_dir: Path) -> None:
     out.print(f"results: {job_dir}")
 
 
-def _report_grid(outcomes: list[Outcome]) -> None:
+def _report_grid(outcomes: list[Outcome], points: int) -> None:
     rows = []
     for outcome in outcomes:
         job, result = outcome.job, outcome.result
@@ -100,7 +123,8 @@ def _report_grid(outcomes: list[Outcome]) -> None:
         rows.append([job.approach, job.benchmark, job.hparam_id, job.seed, state, em, f1, job.key, error])
     counts = Counter(outcome.state.value for outcome in outcomes)
     ran = sum(outcome.ran for outcome in outcomes)
-    title = f"{len(outcomes)} jobs, {ran} run now: " + "  ".join(f"{count} {name}" for name, count in sorted(counts.items()))
+    same = f" ({points - len(outcomes)} grid points repeat another's settings)" if points > len(outcomes) else ""
+    title = f"{len(outcomes)} jobs{same}, {ran} run now: " + "  ".join(f"{count} {name}" for name, count in sorted(counts.items()))
     print_table(title, ["approach", "benchmark", "hparams", "seed", "state", "EM", "F1", "key", "error"], rows)
     failed = counts.get(JobState.FAILED.value, 0)
     if failed:

@@ -7,6 +7,7 @@ override parts of it (downsampled SQuAD extends SQuAD). Errors name the file and
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -118,6 +119,18 @@ class BenchmarkSpec:
 
 
 @dataclass(frozen=True)
+class Resources:
+    """What one job of an approach needs, for schedulers: local GPU packing, Slurm requests, time limits."""
+
+    gpus: int = 1  # GPUs per job (0: CPU only)
+    gpu_memory_gb: float = 0.0  # estimated peak per GPU; packing keeps the sum of a GPU's jobs under its memory
+    small: bool = False  # may share a GPU with other small jobs (it leaves one mostly idle)
+    cpus: int = 4  # CPU cores per job (tokenising, batching; CPU threads when no GPU is used)
+    memory_gb: float = 16.0  # host memory per job
+    time_limit_hours: float = 24.0  # a job still running after this is stopped and recorded as failed
+
+
+@dataclass(frozen=True)
 class ApproachSpec:
     id: str
     name: str
@@ -128,7 +141,7 @@ class ApproachSpec:
     model: dict[str, Any]
     hparams: dict[str, Any]
     space: dict[str, Any]
-    resources: dict[str, Any]
+    resources: Resources
     citation: str = ""
     description: str = ""
     planned_note: str = ""
@@ -299,12 +312,27 @@ def parse_approach(data: dict[str, Any], path: Path) -> ApproachSpec:
         model=top.get("model", dict, {}),
         hparams=hparams,
         space=space.data,
-        resources=top.get("resources", dict, {}),
+        resources=_resources(top.table("resources")),
         citation=top.get("citation", str, ""),
         description=top.get("description", str, ""),
         planned_note=top.get("planned_note", str, ""),
         data=data,
     )
+
+
+def _resources(table: Table | None) -> Resources:
+    if table is None:
+        return Resources()
+    defaults = Resources()
+    table.reject_unknown({f.name for f in dataclasses.fields(Resources)})
+    values = {f.name: table.get(f.name, type(getattr(defaults, f.name)), getattr(defaults, f.name)) for f in dataclasses.fields(Resources)}
+    for name in ("gpus", "gpu_memory_gb"):
+        if values[name] < 0:
+            raise table.error(name, f"must be at least 0, got {values[name]}")
+    for name in ("cpus", "memory_gb", "time_limit_hours"):
+        if values[name] <= 0:
+            raise table.error(name, f"must be positive, got {values[name]}")
+    return Resources(**values)
 
 
 def _check_space_entry(space: Table, name: str, hparams: dict[str, Any]) -> None:

@@ -38,6 +38,11 @@ COLUMNS: dict[str, type] = {
     "train_seconds": float,
     "eval_seconds": float,
     "device": str,
+    "device_kind": str,
+    "device_seconds": float,
+    "peak_memory_bytes": int,
+    "oom_retries": int,
+    "attempts": int,
     "versions": str,
     "hparams": str,
     "error": str,
@@ -63,7 +68,7 @@ class Store:
 
     def record(self, result: dict[str, Any], job_dir: Path) -> None:
         """Index one finished job from its result.json content."""
-        self.db[TABLE].upsert(row_from_result(result, job_dir), pk="key")
+        self.db[TABLE].upsert(row_from_result(result, job_dir), pk="key", alter=True)  # alter: an index from older code gains new columns
 
     def sync(self, jobs_dir: Path) -> int:
         """Index every finished job directory and drop rows whose result is gone; returns rows."""
@@ -75,7 +80,7 @@ class Store:
         with self.db.conn:
             self.db.execute(f"DELETE FROM {TABLE}")
             if rows:
-                self.db[TABLE].insert_all(rows, pk="key")
+                self.db[TABLE].insert_all(rows, pk="key", alter=True)
         return len(rows)
 
     def get(self, key: str) -> dict[str, Any] | None:
@@ -93,6 +98,7 @@ def row_from_result(result: dict[str, Any], job_dir: Path) -> dict[str, Any]:
     scores = result.get("scores") or {}
     train = result.get("train") or {}
     losses = train.get("losses") or []
+    accounting = result.get("accounting") or {}
     return {
         "key": job["key"],
         "approach": job["approach"],
@@ -113,6 +119,11 @@ def row_from_result(result: dict[str, Any], job_dir: Path) -> dict[str, Any]:
         "train_seconds": result.get("train_seconds"),
         "eval_seconds": result.get("eval_seconds"),
         "device": result.get("device"),
+        "device_kind": accounting.get("device_kind"),
+        "device_seconds": accounting.get("device_seconds"),
+        "peak_memory_bytes": accounting.get("peak_memory_bytes"),
+        "oom_retries": len(result.get("oom_retries") or []),
+        "attempts": 1 + len(result.get("previous_attempts") or []),
         "versions": json.dumps(result.get("versions") or {}, sort_keys=True),
         "hparams": json.dumps(job["hparams"], sort_keys=True),
         "error": result.get("error"),

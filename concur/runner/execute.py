@@ -1,0 +1,221 @@
+"""Execute one job into its directory: train, predict, score, account; the worker side of every executor.
+
+The approach only trains and answers; scoring uses the framework's official metric. The
+result file is written last and atomically, so a job killed at any point leaves no result
+and simply runs again. Faults are recorded, never lost: an exception becomes a failed
+result with its traceback; CUDA running out of memory retries the job with half the
+per-device batch (twice the gradient accumulation, the same effective batch) and records
+each retry; a NaN loss fails the job with the step it appeared at. Every result records the
+device, device-seconds, peak memory and the library versions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import resource
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from concur.approaches.base import RunContext, build_approach
+from concur.approaches.implementations import batch_size
+from concur.data.prepare import PreparedBenchmark
+from concur.devices import device_description, resolve_device, software_versions
+from concur.metrics import evaluate
+from concur.registry.specs import ApproachSpec
+from concur.runner.jobdir import JobDir
+from concur.runner.jobs import Job
+from concur.workspace import Workspace
+
+MISSING_SAMPLE = 10  # qids listed in a result when predictions are missing
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    device: str = "auto"
+    threads: int | None = None
+    per_device_batch_size: int | None = None
+    model_path: Path | None = None
+    retry_failed: bool = False
+
+
+def execute_job(
+    job: Job,
+    spec: ApproachSpec,
+    bench: PreparedBenchmark,
+    workspace: Workspace,
+    options: RunOptions,
+    echo: Callable[[str], None] = print,
+    previous_attempts: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Run `job` from a clean directory and write its result; returns the result (status "ok" or "failed").
+
+    `previous_attempts` (attempts that died without a result, from the driver) are recorded with it.
+    """
+    job_dir = JobDir(workspace.jobs_dir / job.key)
+    device = resolve_device(options.device)
+    if options.threads:
+        import torch
+
+        torch.set_num_threads(options.threads)
+    job_dir.reset()
+    with job_dir.running_here():
+        started_at = now()
+        job_dir.write_started(job.definition(), started_at)
+        with open(job_dir.log_path(), "a", encoding="utf-8", buffering=1) as log_file:
+
+            def log(line: str) -> None:
+                log_file.write(f"{now()} {line}\n")
+                echo(line)
+
+            result = _execute(job, spec, bench, workspace, job_dir, device, options, log, started_at)
+        result["previous_attempts"] = previous_attempts or []
+        job_dir.write_result(result)
+    return result
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _execute(
+    job: Job,
+    spec: ApproachSpec,
+    bench: PreparedBenchmark,
+    workspace: Workspace,
+    job_dir: JobDir,
+    device: str,
+    options: RunOptions,
+    log: Callable[[str], None],
+    started_at: str,
+) -> dict[str, Any]:
+    """Train, predict and score; any exception becomes a failed result with its traceback."""
+    result: dict[str, Any] = {
+        "job": job.definition(),
+        "benchmark": {key: bench.manifest[key] for key in ("spec_hash", "data_hash", "splits")},
+        "device": device_description(device),
+        "versions": software_versions(),
+        "started_at": started_at,
+    }
+    context = RunContext(
+        device=device,
+        seed=job.seed,
+        log=log,
+        work_dir=job_dir.path,
+        per_device_batch_size=options.per_device_batch_size,
+        model_path=options.model_path,
+        cache_dir=workspace.cache_dir,
+    )
+    meter = _Meter(device)
+    try:
+        log(f"job {job.key}: {job.describe()} on {result['device']}")
+        train_split, test_split = bench.load("train"), bench.load("test")
+        predictions = _train_and_predict(job, spec, train_split, test_split, context, result, log)
+        scores = evaluate(test_split.gold_answers(), predictions)
+        job_dir.write_predictions(predictions)
+        result["scores"] = {
+            "exact_match": scores.exact_match,
+            "f1": scores.f1,
+            "n_questions": scores.n_gold,
+            "n_predicted": scores.n_predicted,
+            "n_missing": len(scores.missing),
+            "n_extra": len(scores.extra),
+            "missing_sample": scores.missing[:MISSING_SAMPLE],
+        }
+        log(f"EM {scores.exact_match:.2f}  F1 {scores.f1:.2f}  over {scores.n_gold} test questions")
+        result["status"] = "ok"
+    except Exception as exc:  # a failed job is recorded with its traceback, never lost
+        result["status"] = "failed"
+        result["error"] = f"{type(exc).__name__}: {exc}"
+        result["traceback"] = traceback.format_exc()
+        log(f"job failed: {result['error']}")
+    result["accounting"] = meter.read()
+    result["finished_at"] = now()
+    return result
+
+
+def _train_and_predict(
+    job: Job,
+    spec: ApproachSpec,
+    train_split: Any,
+    test_split: Any,
+    context: RunContext,
+    result: dict[str, Any],
+    log: Callable[[str], None],
+) -> dict[str, str]:
+    """Train and predict, halving the per-device batch after each CUDA out-of-memory error."""
+    retries: list[dict[str, Any]] = []
+    result["oom_retries"] = retries
+    while True:
+        approach = None
+        try:
+            approach = build_approach(spec, job.hparams)
+            clock = time.perf_counter()
+            report = approach.train(train_split, context)
+            result["train_seconds"] = time.perf_counter() - clock
+            result["train"] = asdict(report)
+            clock = time.perf_counter()
+            predictions = approach.predict(test_split, context)
+            result["eval_seconds"] = time.perf_counter() - clock
+            result["per_device_batch_size"] = context.per_device_batch_size
+            return predictions
+        except Exception as error:
+            if not _is_cuda_oom(error):
+                raise
+            current = context.per_device_batch_size or batch_size(spec.implementation, job.hparams)
+            if current <= 1:
+                raise
+            retries.append({"per_device_batch_size": current, "error": str(error).split("\n")[0]})
+            log(f"CUDA out of memory with {current} examples per forward pass; retrying with {current // 2} (twice the accumulation)")
+            del approach
+            _release_cuda_memory()
+            context = dataclasses.replace(context, per_device_batch_size=current // 2)
+
+
+def _is_cuda_oom(error: BaseException) -> bool:
+    import torch
+
+    return isinstance(error, torch.cuda.OutOfMemoryError)
+
+
+def _release_cuda_memory() -> None:
+    import torch
+
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+class _Meter:
+    """Device-seconds and peak memory of one job: GPU-seconds and the GPU's peak allocation on CUDA,
+    core-seconds (threads x wall) and the process's peak resident memory on CPU."""
+
+    def __init__(self, device: str) -> None:
+        import torch
+
+        self.device, self.cuda = device, device.startswith("cuda")
+        self.devices = 1 if self.cuda else torch.get_num_threads()
+        if self.cuda:
+            torch.cuda.reset_peak_memory_stats(torch.device(device))
+        self.started = time.perf_counter()
+
+    def read(self) -> dict[str, Any]:
+        import torch
+
+        wall = time.perf_counter() - self.started
+        if self.cuda:
+            peak = int(torch.cuda.max_memory_allocated(torch.device(self.device)))
+        else:
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
+        return {
+            "device_kind": "gpu" if self.cuda else "cpu",
+            "devices": self.devices,
+            "wall_seconds": wall,
+            "device_seconds": wall * self.devices,
+            "peak_memory_bytes": peak,
+        }

@@ -1,0 +1,264 @@
+"""The local executor: worker processes over this machine's GPUs (or CPU cores), one driver that indexes.
+
+Each job runs in its own worker process (`concur.runner.worker`), pinned to one GPU with
+CUDA_VISIBLE_DEVICES, or given a set number of CPU threads. A job whose spec says it is
+small (`[resources] small = true`: the 2016-2018 readers leave an H100 mostly idle) shares
+its GPU with other small jobs, up to `jobs_per_gpu` and the GPU's memory by the specs'
+estimates; other jobs get a GPU to themselves. Jobs start longest first (by the durations
+already measured), so the last one to finish is a short one.
+
+Only the driver writes the SQLite index; workers write their job directories. Faults are
+recorded: a worker that dies without a result (killed, crashed) is retried up to
+`max_attempts` times with the reasons kept; a job past its time limit is stopped and
+recorded as failed. Workers die with the driver (Linux: PR_SET_PDEATHSIG), so a killed
+driver leaves no orphan that could write a result nobody indexes; rerunning it runs exactly
+the jobs without a result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import IO, Any
+
+from concur.devices import Gpu
+from concur.registry.specs import ApproachSpec
+from concur.runner.execute import RunOptions
+from concur.runner.jobdir import JobDir, JobState
+from concur.runner.jobs import Job
+from concur.runner.local import Outcome, finished_outcome
+from concur.runner.request import JobRequest, failed_result
+from concur.runner.store import Store
+from concur.runner.worker import DRIVER_PID_ENV
+from concur.workspace import Workspace
+
+POLL_SECONDS = 0.25
+# Small jobs sharing one GPU by default: on an H100, ten 2016-2018 readers at once each ran at about half
+# their speed alone (GPU 96% busy), so four keep a GPU busy without slowing each other much.
+DEFAULT_JOBS_PER_GPU = 4
+OUTPUT_TAIL_LINES = 5  # lines of a dead worker's output kept in the failure reason
+
+
+@dataclass(frozen=True)
+class Task:
+    job: Job
+    spec: ApproachSpec
+    estimate_seconds: float = 0.0  # for longest-first ordering and the ETA; 0 when nothing was measured
+
+
+@dataclass(frozen=True)
+class PoolSettings:
+    options: RunOptions  # what every worker runs with (its device is set per worker)
+    gpus: tuple[Gpu, ...] = ()  # empty: run on CPU
+    jobs_per_gpu: int = DEFAULT_JOBS_PER_GPU  # small jobs sharing one GPU at most
+    cpu_workers: int = 1  # parallel jobs without GPUs
+    max_attempts: int = 3  # runs of a job whose worker keeps dying
+    time_limit_seconds: float | None = None  # overrides every spec's resources.time_limit_hours
+
+
+@dataclass
+class _Running:
+    task: Task
+    request: JobRequest
+    process: subprocess.Popen
+    gpu: Gpu | None
+    started: float
+    deadline: float
+    output: IO[bytes] | None
+
+
+class LocalPool:
+    """Run tasks in worker processes; returns one outcome per distinct job."""
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        store: Store,
+        registry_dirs: Sequence[Path],
+        settings: PoolSettings,
+        echo: Callable[[str], None],
+        *,
+        stream_output: bool = False,
+    ) -> None:
+        self.workspace, self.store, self.registry_dirs = workspace, store, list(registry_dirs)
+        self.settings, self.echo, self.stream_output = settings, echo, stream_output
+        self.requests_dir = workspace.root / "requests"
+        self._running: dict[str, _Running] = {}
+        self._outcomes: dict[str, Outcome] = {}
+
+    def run(self, tasks: Sequence[Task], progress: Any = None) -> list[Outcome]:
+        """Run every task that has no result yet (longest first); `progress` is told of each change."""
+        todo: list[tuple[Task, list[dict[str, Any]]]] = []
+        order: list[str] = []
+        for task in tasks:
+            key = task.job.key
+            if key in order:
+                continue  # two grid points with the same settings are one job
+            order.append(key)
+            job_dir = JobDir(self.workspace.jobs_dir / key)
+            finished = finished_outcome(task.job, job_dir, self.settings.options.retry_failed)
+            if finished is not None:
+                self.store.record(finished.result, job_dir.path)
+                self._outcomes[key] = finished
+                continue
+            if job_dir.state() is JobState.RUNNING:
+                started = job_dir.started() or {}
+                self.echo(f"job {key} ({task.job.describe()}) is running in process {started.get('pid')}; not starting it again")
+                self._outcomes[key] = Outcome(task.job, JobState.RUNNING, ran=False)
+                continue
+            if job_dir.state() is JobState.INTERRUPTED:
+                self.echo(f"job {key} was interrupted before it finished; running it again from the start")
+            todo.append((task, []))
+        todo.sort(key=lambda item: -item[0].estimate_seconds)
+        self.requests_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            while todo or self._running:
+                self._start(todo, progress)
+                self._poll(todo, progress)
+                if progress is not None:
+                    progress.update([r.task for r in self._running.values()], [t for t, _ in todo], list(self._outcomes.values()))
+                time.sleep(POLL_SECONDS)
+        finally:
+            for running in self._running.values():  # an exception in the driver: stop the workers it started
+                _kill(running.process)
+        return [self._outcomes[key] for key in order]
+
+    def _start(self, todo: list[tuple[Task, list[dict[str, Any]]]], progress: Any) -> None:
+        index = 0
+        while index < len(todo):
+            task, history = todo[index]
+            placed, gpu = self._place(task)
+            if not placed:
+                index += 1
+                continue
+            todo.pop(index)
+            self._launch(task, history, gpu)
+            if progress is not None:
+                progress.started(task, gpu.visible_id if gpu else None)
+
+    def _place(self, task: Task) -> tuple[bool, Gpu | None]:
+        """Whether the task can start now, and on which GPU (None: on CPU)."""
+        settings = self.settings
+        if not settings.gpus or task.spec.resources.gpus == 0:
+            cpu_jobs = sum(1 for r in self._running.values() if r.gpu is None)
+            return cpu_jobs < settings.cpu_workers, None
+        resources = task.spec.resources
+        candidates = []
+        for gpu in settings.gpus:
+            here = [r.task.spec.resources for r in self._running.values() if r.gpu == gpu]
+            if not here:
+                candidates.append((0, gpu))
+            elif resources.small and all(other.small for other in here) and len(here) < settings.jobs_per_gpu:
+                if sum(other.gpu_memory_gb for other in here) + resources.gpu_memory_gb <= gpu.memory_gb:
+                    candidates.append((len(here), gpu))
+        if not candidates:
+            return False, None
+        return True, min(candidates, key=lambda item: item[0])[1]  # the least loaded GPU
+
+    def _launch(self, task: Task, history: list[dict[str, Any]], gpu: Gpu | None) -> None:
+        settings = self.settings
+        options = replace(settings.options, device="cuda" if gpu else "cpu", threads=self._threads(task, gpu))
+        request = replace(JobRequest.make(task.job, self.registry_dirs, self.workspace, options), previous_attempts=history)
+        request_path = self.requests_dir / f"{task.job.key}.json"
+        request.write(request_path)
+        output = None if self.stream_output else open(self.requests_dir / f"{task.job.key}.out", "ab")  # noqa: SIM115
+        environment = {
+            **os.environ,
+            "CUDA_VISIBLE_DEVICES": gpu.visible_id if gpu else "",
+            "CONCUR_PROGRESS": "0",
+            DRIVER_PID_ENV: str(os.getpid()),
+        }
+        process = subprocess.Popen(
+            [sys.executable, "-m", "concur.runner.worker", str(request_path)],
+            stdout=output if output else sys.stderr,
+            stderr=subprocess.STDOUT,
+            env=environment,
+            start_new_session=True,  # its own process group, so a time limit stops everything it started
+        )
+        limit = settings.time_limit_seconds or task.spec.resources.time_limit_hours * 3600
+        now = time.monotonic()
+        self._running[task.job.key] = _Running(task, request, process, gpu, now, now + limit, output)
+
+    def _threads(self, task: Task, gpu: Gpu | None) -> int:
+        """CPU threads of a worker: as given, else the spec's cores on a GPU, else an equal share of the cores."""
+        cores = os.cpu_count() or 1
+        if self.settings.options.threads:
+            return self.settings.options.threads
+        if gpu is not None:
+            return max(1, min(task.spec.resources.cpus, cores))
+        return max(1, cores // self.settings.cpu_workers)
+
+    def _poll(self, todo: list[tuple[Task, list[dict[str, Any]]]], progress: Any) -> None:
+        for key, running in list(self._running.items()):
+            code = running.process.poll()
+            if code is None and time.monotonic() < running.deadline:
+                continue
+            del self._running[key]
+            if running.output:
+                running.output.close()
+            job_dir = JobDir(self.workspace.jobs_dir / key)
+            if code is None:  # over its time limit
+                _kill(running.process)
+                limit = _duration(running.deadline - running.started)
+                self._finish(
+                    running, job_dir, failed_result(running.request, f"TimeLimitExceeded: stopped at its time limit of {limit}"), progress
+                )
+                continue
+            result = job_dir.result()
+            if result is not None:
+                self._finish(running, job_dir, result, progress)
+                continue
+            history = [
+                *running.request.previous_attempts,
+                {"error": self._death(code, key), "gpu": running.gpu.visible_id if running.gpu else None},
+            ]
+            if len(history) < self.settings.max_attempts:
+                self.echo(f"job {key} ({running.task.job.describe()}): worker died ({history[-1]['error']}); retrying")
+                todo.insert(0, (running.task, history))
+                continue
+            error = f"WorkerDied: {history[-1]['error']} (attempt {len(history)} of {self.settings.max_attempts})"
+            self._finish(running, job_dir, failed_result(replace(running.request, previous_attempts=history), error), progress)
+
+    def _finish(self, running: _Running, job_dir: JobDir, result: dict[str, Any], progress: Any) -> None:
+        if job_dir.result() is None:  # the driver writes results only for workers that could not
+            job_dir.path.mkdir(parents=True, exist_ok=True)
+            job_dir.write_result(result)
+        self.store.record(result, job_dir.path)
+        job = running.task.job
+        state = JobState.DONE if result["status"] == "ok" else JobState.FAILED
+        self._outcomes[job.key] = Outcome(job, state, ran=True, result=result)
+        with contextlib.suppress(FileNotFoundError):
+            (self.requests_dir / f"{job.key}.json").unlink()
+            if state is JobState.DONE:
+                (self.requests_dir / f"{job.key}.out").unlink()
+        if progress is not None:
+            progress.finished(self._outcomes[job.key])
+
+    def _death(self, code: int, key: str) -> str:
+        reason = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code} without a result"
+        output = self.requests_dir / f"{key}.out"
+        if output.is_file():
+            tail = output.read_text(errors="replace").strip().splitlines()[-OUTPUT_TAIL_LINES:]
+            if tail:
+                reason += "; its last output: " + " | ".join(line.strip() for line in tail)
+        return reason
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+
+
+def _kill(process: subprocess.Popen) -> None:
+    """Stop a worker and everything it started (it leads its own session)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()

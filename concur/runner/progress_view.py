@@ -1,0 +1,99 @@
+"""A live view of a grid being run: done / running / failed / pending, the running jobs, and an ETA.
+
+In a terminal it is a table redrawn in place (rich); elsewhere (logs, CI) each start and end
+is one line, so a log of a days-long study stays readable.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from typing import Any
+
+from rich.live import Live
+from rich.table import Table
+
+from concur.progress import STDERR, progress_enabled
+from concur.runner.jobdir import JobState
+
+REFRESHES_PER_SECOND = 2
+
+
+class GridProgress:
+    """Told by the pool of each start and end; shows counts, running jobs and the remaining time."""
+
+    def __init__(self, total: int, echo: Callable[[str], None]) -> None:
+        self.total, self.echo = total, echo
+        self.started_at: dict[str, float] = {}
+        self.devices: dict[str, str] = {}
+        self.counts: Counter[str] = Counter()
+        self.running: list[Any] = []
+        self.pending: list[Any] = []
+        self.live = Live(console=STDERR, refresh_per_second=REFRESHES_PER_SECOND, transient=True) if progress_enabled() else None
+
+    def __enter__(self) -> GridProgress:
+        if self.live is not None:
+            self.live.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.live is not None:
+            self.live.stop()
+
+    def started(self, task: Any, gpu: str | None) -> None:
+        key = task.job.key
+        self.started_at[key] = time.monotonic()
+        self.devices[key] = f"GPU {gpu}" if gpu is not None else "CPU"
+        if self.live is None:
+            self.echo(f"{self._position()} started {task.job.describe()} on {self.devices[key]}  job {key}")
+
+    def finished(self, outcome: Any) -> None:
+        self.counts[outcome.state.value] += 1
+        if self.live is None:
+            self.echo(f"{self._position()} {self._describe(outcome)}")
+
+    def update(self, running: Sequence[Any], pending: Sequence[Any], outcomes: Sequence[Any]) -> None:
+        self.running, self.pending = list(running), list(pending)
+        self.counts = Counter(outcome.state.value for outcome in outcomes)
+        if self.live is not None:
+            self.live.update(self._table())
+
+    def eta_seconds(self) -> tuple[float, int]:
+        """Remaining work divided over the jobs running now, and how many jobs have no estimate."""
+        now = time.monotonic()
+        remaining = sum(task.estimate_seconds for task in self.pending)
+        remaining += sum(max(0.0, task.estimate_seconds - (now - self.started_at.get(task.job.key, now))) for task in self.running)
+        unknown = sum(1 for task in [*self.pending, *self.running] if not task.estimate_seconds)
+        return remaining / max(1, len(self.running)), unknown
+
+    def _position(self) -> str:
+        done = self.counts[JobState.DONE.value] + self.counts[JobState.FAILED.value]
+        return f"[{done}/{self.total}]"
+
+    def _describe(self, outcome: Any) -> str:
+        job, result = outcome.job, outcome.result
+        if outcome.state is JobState.DONE:
+            scores = result.get("scores") or {}
+            seconds = (result.get("accounting") or {}).get("wall_seconds", 0.0)
+            return f"done {job.describe()}: EM {scores.get('exact_match', 0.0):.2f}  F1 {scores.get('f1', 0.0):.2f}  ({seconds:.0f} s)"
+        return f"FAILED {job.describe()}: {result.get('error')}"
+
+    def _table(self) -> Table:
+        eta, unknown = self.eta_seconds()
+        counts = self.counts
+        summary = (
+            f"{counts[JobState.DONE.value]} done  {len(self.running)} running  {counts[JobState.FAILED.value]} failed  "
+            f"{len(self.pending)} pending  of {self.total}   ETA {timedelta(seconds=round(eta))}"
+            + (f" (+ {unknown} jobs not yet measured)" if unknown else "")
+        )
+        table = Table(title=summary, title_justify="left")
+        for column in ("running job", "device", "elapsed"):
+            table.add_column(column)
+        now = time.monotonic()
+        for task in self.running:
+            key = task.job.key
+            elapsed = timedelta(seconds=round(now - self.started_at.get(key, now)))
+            table.add_row(task.job.describe(), self.devices.get(key, ""), str(elapsed))
+        return table

@@ -1,0 +1,92 @@
+"""What a worker needs to run one job anywhere (a local subprocess, a Slurm node), as one JSON document.
+
+The driver plans a job (its key, resolved hyperparameters, data hash) and hands the worker
+this request; the worker rebuilds the approach and benchmark from the same registry
+directories and refuses to run if either changed since the job was planned, since its key
+would then name a computation other than the one it would do.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from concur.data.prepare import prepared
+from concur.errors import ConcurError
+from concur.fsutil import atomic_write_json, read_json
+from concur.registry.registry import default_registry
+from concur.runner.execute import RunOptions, execute_job, now
+from concur.runner.jobdir import JobDir
+from concur.runner.jobs import Job
+from concur.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    job: dict[str, Any]  # Job.definition()
+    registry_dirs: list[str]
+    runs_dir: str
+    options: dict[str, Any]  # RunOptions, JSON-ready
+    previous_attempts: list[dict[str, Any]] = field(default_factory=list)  # attempts that died without a result
+
+    @classmethod
+    def make(cls, job: Job, registry_dirs: list[Path], workspace: Workspace, options: RunOptions) -> JobRequest:
+        values = {name: str(value) if isinstance(value, Path) else value for name, value in dataclasses.asdict(options).items()}
+        return cls(job.definition(), [str(Path(d).resolve()) for d in registry_dirs], str(workspace.root), values)
+
+    @property
+    def key(self) -> str:
+        return self.job["key"]
+
+    def write(self, path: Path) -> None:
+        atomic_write_json(path, dataclasses.asdict(self))
+
+    @classmethod
+    def read(cls, path: Path) -> JobRequest:
+        return cls(**read_json(path))
+
+    def run_options(self) -> RunOptions:
+        values = dict(self.options)
+        if values.get("model_path") is not None:
+            values["model_path"] = Path(values["model_path"])
+        return RunOptions(**values)
+
+
+def run_request(request: JobRequest, echo: Any = print) -> dict[str, Any]:
+    """Execute the requested job into its directory; a request that no longer matches its specs fails there."""
+    workspace = Workspace(Path(request.runs_dir))
+    definition = request.job
+    job = Job(**{name: definition[name] for name in (f.name for f in dataclasses.fields(Job))})
+    try:
+        spec, bench = _resolve(request, workspace, job)
+    except ConcurError as error:
+        result = failed_result(request, f"{type(error).__name__}: {error}")
+        job_dir = JobDir(workspace.jobs_dir / job.key)
+        job_dir.path.mkdir(parents=True, exist_ok=True)
+        job_dir.write_result(result)
+        return result
+    return execute_job(job, spec, bench, workspace, request.run_options(), echo, request.previous_attempts)
+
+
+def failed_result(request: JobRequest, error: str) -> dict[str, Any]:
+    """A result for a job that could not produce one itself (it died, ran out of time, or could not start)."""
+    return {
+        "job": request.job,
+        "status": "failed",
+        "error": error,
+        "previous_attempts": request.previous_attempts,
+        "finished_at": now(),
+    }
+
+
+def _resolve(request: JobRequest, workspace: Workspace, job: Job) -> tuple[Any, Any]:
+    registry = default_registry([Path(d) for d in request.registry_dirs])
+    spec = registry.approach(job.approach)
+    if (spec.implementation, spec.model) != (job.implementation, job.model):
+        raise ConcurError(f"the spec of approach {job.approach!r} ({spec.file}) changed since job {job.key} was planned; plan it again")
+    bench = prepared(workspace.data_dir, registry.benchmark(job.benchmark))
+    if bench is None or bench.data_hash != job.data_hash:
+        raise ConcurError(f"the prepared data of {job.benchmark!r} changed or is gone since job {job.key} was planned; plan it again")
+    return spec, bench
