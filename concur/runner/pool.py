@@ -18,6 +18,7 @@ the jobs without a result.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import signal
 import subprocess
@@ -177,7 +178,7 @@ class LocalPool:
         }
         process = subprocess.Popen(
             [sys.executable, "-m", "concur.runner.worker", str(request_path)],
-            stdout=output if output else sys.stderr,
+            stdout=output if output else _stderr_descriptor(),
             stderr=subprocess.STDOUT,
             env=environment,
             start_new_session=True,  # its own process group, so a time limit stops everything it started
@@ -255,6 +256,14 @@ def _duration(seconds: float) -> str:
     if seconds < 120:
         return f"{seconds:.0f} s"
     return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+
+
+def _stderr_descriptor() -> int:
+    """The descriptor a streaming worker writes to: ours, or fd 2 when sys.stderr is an in-memory stream (CliRunner)."""
+    try:
+        return sys.stderr.fileno()
+    except (OSError, io.UnsupportedOperation):
+        return 2
 
 
 def _kill(process: subprocess.Popen) -> None:
