@@ -63,3 +63,31 @@ def test_data_stats_command_on_real_babi(tmp_path):
     assert "100.0%" in table.stdout and "1,000" in table.stdout
     unknown = concur("--runs-dir", runs, "data", "stats", "babi-01")
     assert unknown.returncode == 2 and "unknown benchmark 'babi-01'" in unknown.stderr
+
+
+def test_sampled_examples_are_seeded_in_split_order_and_show_their_span():
+    from concur.data.examples import sample_examples
+
+    split = small_split()
+    first, again = sample_examples(split, 2, 0), sample_examples(split, 2, 0)
+    assert [example.qid for example in first] == [example.qid for example in again]
+    assert {example.qid for example in sample_examples(split, 5, 0)} == {"q1", "q2", "q3"}  # all when asked for more
+    qids = [example.qid for example in first]
+    assert qids == sorted(qids) and len(set(qids)) == 2
+    by_qid = {example.qid: example for example in sample_examples(split, 3, 0)}
+    assert by_qid["q1"].span_text == "the kitchen" and by_qid["q3"].span_text is None
+    assert any([e.qid for e in sample_examples(split, 2, seed)] != qids for seed in range(1, 10))  # seeds differ
+
+
+def test_data_show_prints_examples_of_real_babi(tmp_path):
+    shared_file("babi")
+    runs = str(tmp_path / "runs")
+    shown = concur("--runs-dir", runs, "data", "show", "babi-1", "-n", "2", "--format", "json", "--source-dir", str(SHARED_DATA))
+    examples = json.loads(shown.stdout)
+    assert len(examples) == 2
+    for example in examples:
+        assert example["span_text"] in example["answers"]
+        first, last = example["span"]
+        assert example["passage"][first : last + 1] == example["span_text"]
+    bad = concur("--runs-dir", runs, "data", "show", "babi-1", "--split", "dev", "--source-dir", str(SHARED_DATA))
+    assert bad.returncode != 0 and "no split 'dev'; choose one of train, test" in bad.stderr

@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
-from concur.cli.common import SOURCE_DIR_OPTION, Format, err, print_json, print_table, settings
+from concur.cli.common import SOURCE_DIR_OPTION, Format, err, out, print_json, print_table, settings
 from concur.cli.kg_cmd import build_kg_command
+from concur.data.examples import sample_examples
 from concur.data.prepare import SPLITS, prepare
 from concur.data.stats import split_stats
 from concur.errors import ConcurError
@@ -88,6 +90,34 @@ def stats_command(
         for split, row in by_split.items()
     ]
     print_table(None, columns, rows)
+
+
+@app.command("show")
+def show_command(
+    ctx: typer.Context,
+    benchmark: str = typer.Argument(..., help="Benchmark id; prepared first if it is not yet."),
+    split: str = typer.Option("train", "--split", help="train or test"),
+    count: int = typer.Option(3, "--count", "-n", min=1, help="How many questions to show."),
+    seed: int = typer.Option(0, "--seed", help="Which sample: the same seed shows the same questions."),
+    source_dir: list[Path] | None = SOURCE_DIR_OPTION,
+    output: Format = typer.Option(Format.table, "--format", help="table or json"),
+) -> None:
+    """Show a seeded sample of a benchmark's questions with their passages and answer spans."""
+    if split not in SPLITS:
+        raise ConcurError(f"no split {split!r}; choose one of {', '.join(SPLITS)}")
+    state = settings(ctx)
+    spec = state.registry().benchmark(benchmark)
+    bench, _ = prepare(spec, state.locator(source_dir), state.workspace().data_dir)
+    examples = sample_examples(bench.load(split), count, seed)
+    if output is Format.json:
+        print_json([{**vars(example), "span_text": example.span_text} for example in examples])
+        return
+    for example in examples:
+        out.print(f"[bold]{escape(example.qid)}[/]  ({spec.id} {split})")
+        out.print(f"  passage:  {escape(example.passage)}")
+        out.print(f"  question: {escape(example.question)}")
+        out.print(f"  answers:  {escape(' | '.join(example.answers))}  span {example.span}: {escape(repr(example.span_text))}")
+        out.print()
 
 
 @app.command("annotate")
