@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 
 from concur import __version__
-from concur.cli import analysis_cmds, data_cmds, figures_cmd, registry_cmds, run_cmds, score_cmd
+from concur.cli import analysis_cmds, data_cmds, figures_cmd, registry_cmds, run_cmds, score_cmd, study_cmds
 from concur.cli.common import Settings, err
 from concur.errors import ConcurError
 
@@ -46,6 +46,7 @@ app.command("approaches")(registry_cmds.approaches)
 app.add_typer(data_cmds.app, name="data")
 app.command("run")(run_cmds.run)
 app.command("status")(run_cmds.status)
+app.add_typer(study_cmds.app, name="study")
 app.command("matrix")(analysis_cmds.matrix)
 app.command("compare")(analysis_cmds.compare)
 app.command("results")(analysis_cmds.results_table)

@@ -52,10 +52,12 @@ def execute_job(
     options: RunOptions,
     echo: Callable[[str], None] = print,
     previous_attempts: list[dict[str, Any]] | None = None,
+    scheduler: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run `job` from a clean directory and write its result; returns the result (status "ok" or "failed").
 
-    `previous_attempts` (attempts that died without a result, from the driver) are recorded with it.
+    `previous_attempts` (attempts that died without a result, from the driver) and `scheduler`
+    (what the batch system says of this run, e.g. its Slurm job and restarts) are recorded with it.
     """
     job_dir = JobDir(workspace.jobs_dir / job.key)
     device = resolve_device(options.device)
@@ -75,6 +77,8 @@ def execute_job(
 
             result = _execute(job, spec, bench, workspace, job_dir, device, options, log, started_at)
         result["previous_attempts"] = previous_attempts or []
+        if scheduler:
+            result["scheduler"] = scheduler
         job_dir.write_result(result)
     return result
 

@@ -9,6 +9,7 @@ would then name a computation other than the one it would do.
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,7 +68,7 @@ def run_request(request: JobRequest, echo: Any = print) -> dict[str, Any]:
         job_dir.path.mkdir(parents=True, exist_ok=True)
         job_dir.write_result(result)
         return result
-    return execute_job(job, spec, bench, workspace, request.run_options(), echo, request.previous_attempts)
+    return execute_job(job, spec, bench, workspace, request.run_options(), echo, request.previous_attempts, _scheduler())
 
 
 def failed_result(request: JobRequest, error: str) -> dict[str, Any]:
@@ -90,3 +91,18 @@ def _resolve(request: JobRequest, workspace: Workspace, job: Job) -> tuple[Any, 
     if bench is None or bench.data_hash != job.data_hash:
         raise ConcurError(f"the prepared data of {job.benchmark!r} changed or is gone since job {job.key} was planned; plan it again")
     return spec, bench
+
+
+def _scheduler() -> dict[str, Any] | None:
+    """The Slurm job this worker runs in, if any: its id, node and how often Slurm requeued it."""
+    environment = os.environ
+    if "SLURM_JOB_ID" not in environment:
+        return None
+    task = environment.get("SLURM_ARRAY_TASK_ID")
+    job_id = f"{environment.get('SLURM_ARRAY_JOB_ID')}_{task}" if task is not None else environment["SLURM_JOB_ID"]
+    return {
+        "system": "slurm",
+        "job_id": job_id,
+        "node": environment.get("SLURMD_NODENAME"),
+        "restarts": int(environment.get("SLURM_RESTART_COUNT", "0")),
+    }

@@ -1,0 +1,154 @@
+"""`concur study plan|run|collect FILE`: a whole grid from a study file (analysis/studies/*.toml)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import typer
+
+from concur.cli.common import SOURCE_DIR_OPTION, Format, out, print_json, print_table, settings
+from concur.cli.run_cmds import (
+    ATTEMPTS_OPTION,
+    DEVICE_OPTION,
+    EXECUTOR_OPTION,
+    JOBS_PER_GPU_OPTION,
+    MODEL_PATH_OPTION,
+    PER_DEVICE_OPTION,
+    RETRY_OPTION,
+    SECONDS_PER_HOUR,
+    SLURM_CONFIG_OPTION,
+    THREADS_OPTION,
+    TIME_LIMIT_OPTION,
+    WAIT_OPTION,
+    WORKERS_OPTION,
+    Execution,
+    Executor,
+    collect_slurm,
+    run_grid,
+)
+from concur.runner.estimate import rates
+from concur.runner.jobdir import JobState
+from concur.runner.store import Store
+from concur.runner.study import NOT_PREPARED, Plan, load_study, plan_study
+
+app = typer.Typer(help="Run whole studies: a grid of approaches x benchmarks x settings x seeds from a study file.", no_args_is_help=True)
+STUDY_FILE = typer.Argument(..., exists=True, dir_okay=False, help="A study file, e.g. analysis/studies/liu2023.toml.")
+FINISHED = (JobState.DONE.value, JobState.FAILED.value)
+
+
+@app.command("plan")
+def plan_command(
+    ctx: typer.Context,
+    file: Path = STUDY_FILE,
+    output: Format = typer.Option(Format.table, "--format", help="table or json"),
+) -> None:
+    """The study's jobs, how many are done, and the device-hours still to spend by the durations measured so far."""
+    _show(ctx, file, output, sync=False)
+
+
+@app.command("collect")
+def collect_command(
+    ctx: typer.Context,
+    file: Path = STUDY_FILE,
+    output: Format = typer.Option(Format.table, "--format", help="table or json"),
+) -> None:
+    """Index every result the workers wrote (also after the driver exited), then show the plan."""
+    _show(ctx, file, output, sync=True)
+
+
+@app.command("run")
+def run_command(
+    ctx: typer.Context,
+    file: Path = STUDY_FILE,
+    device: str = DEVICE_OPTION,
+    threads: int | None = THREADS_OPTION,
+    per_device_batch_size: int | None = PER_DEVICE_OPTION,
+    model_path: Path | None = MODEL_PATH_OPTION,
+    retry_failed: bool = RETRY_OPTION,
+    workers: int = WORKERS_OPTION,
+    jobs_per_gpu: int = JOBS_PER_GPU_OPTION,
+    max_attempts: int = ATTEMPTS_OPTION,
+    time_limit: float | None = TIME_LIMIT_OPTION,
+    executor: Executor = EXECUTOR_OPTION,
+    slurm_config: Path | None = SLURM_CONFIG_OPTION,
+    wait: bool = WAIT_OPTION,
+    source_dir: list[Path] | None = SOURCE_DIR_OPTION,
+) -> None:
+    """Run every job of the study that has no result yet (rerunning it runs only what is missing)."""
+    study = load_study(file)
+    execution = Execution(
+        device, threads, per_device_batch_size, model_path, retry_failed, workers, jobs_per_gpu, max_attempts, time_limit,
+        executor, slurm_config, wait,
+    )  # fmt: skip
+    run_grid(settings(ctx), study.grid, execution, source_dir)
+
+
+def _show(ctx: typer.Context, file: Path, output: Format, *, sync: bool) -> None:
+    state = settings(ctx)
+    study = load_study(file)
+    workspace = state.workspace()
+    store = Store(workspace.db_path)
+    if sync:
+        collect_slurm(workspace, store)
+        store.sync(workspace.jobs_dir)
+    plan = plan_study(state.registry(), study, workspace, rates(store.rows()))
+    if output is Format.json:
+        print_json(
+            {
+                "study": study.name,
+                "counts": dict(plan.counts()),
+                "jobs": [
+                    {
+                        "approach": planned.point.approach.id,
+                        "benchmark": planned.point.bench.id,
+                        "hparam_id": planned.point.setting.id,
+                        "seed": planned.point.seed,
+                        "key": planned.job.key if planned.job else None,
+                        "state": planned.state,
+                        "estimate_seconds": planned.estimate_seconds,
+                        "device_seconds": planned.measured_seconds,
+                    }
+                    for planned in plan.jobs
+                ],
+            }
+        )
+        return
+    out.print(_summary(study.name, plan))
+    print_table(None, ["approach", "jobs", "done", "failed", "to run", "device-h spent", "device-h to go"], _rows(plan))
+
+
+def _summary(name: str, plan: Plan) -> str:
+    counts = plan.counts()
+    approaches = len({planned.point.approach.id for planned in plan.jobs})
+    benches = len({planned.point.bench.id for planned in plan.jobs})
+    settings_ = len({planned.point.setting.id for planned in plan.jobs})
+    seeds = len({planned.point.seed for planned in plan.jobs})
+    parts = "  ".join(f"{counts[state]:,} {state}" for state in sorted(counts))
+    plural = "s" if seeds != 1 else ""
+    shape = f"{approaches} approaches x {benches} benchmarks x {settings_} settings x {seeds} seed{plural}"
+    return f"{name}: {len(plan.jobs):,} jobs ({shape}): {parts}"
+
+
+def _rows(plan: Plan) -> list[list[str]]:
+    by_approach: dict[str, list] = defaultdict(list)
+    for planned in plan.jobs:
+        by_approach[planned.point.approach.id].append(planned)
+    rows = [_row(approach, jobs) for approach, jobs in by_approach.items()]
+    rows.append(_row("all", plan.jobs))
+    return rows
+
+
+def _row(label: str, jobs: list) -> list[str]:
+    to_run = [planned for planned in jobs if planned.state not in FINISHED]
+    spent = sum(planned.measured_seconds or 0.0 for planned in jobs) / SECONDS_PER_HOUR
+    known = [planned.estimate_seconds for planned in to_run if planned.estimate_seconds is not None]
+    unknown = len(to_run) - len(known)
+    to_go = f"{sum(known) / SECONDS_PER_HOUR:,.1f}" if known else ""
+    if unknown:
+        unprepared = sum(1 for planned in to_run if planned.state == NOT_PREPARED)
+        why = f"{unknown:,} unmeasured" + (f", {unprepared:,} not prepared" if unprepared else "")
+        to_go = f"{to_go} + ? ({why})" if to_go else f"? ({why})"
+    done = sum(1 for planned in jobs if planned.state == JobState.DONE.value)
+    failed = sum(1 for planned in jobs if planned.state == JobState.FAILED.value)
+    return [label, f"{len(jobs):,}", f"{done:,}", f"{failed:,}", f"{len(to_run):,}", f"{spent:,.2f}", to_go]

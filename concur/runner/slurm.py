@@ -1,0 +1,295 @@
+"""The Slurm executor: jobs submitted as arrays through submitit, with resources from each approach's spec.
+
+Jobs with the same resources (GPUs, cores, memory, time limit: `[resources]` of the approach,
+partition and account from the user's Slurm config) go out as one job array. Each Slurm task
+runs one worker (`run_request_file`), which writes only its job directory, so the runs
+directory must be on a filesystem the nodes share. Slurm requeues a task after preemption or
+a node failure (`--requeue`); the worker starts its job from a clean directory, and records
+how often it was restarted. The driver can wait, showing the grid, or exit at once:
+`concur study collect` (or a rerun) later indexes what the workers wrote and records the
+tasks that ended without a result (cancelled, out of time, out of memory) as failed, with
+the path of their Slurm log. Submissions are remembered in `runs/slurm/submissions.jsonl`,
+so rerunning a driver never submits a job that is still queued or running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+import tomllib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from concur.errors import ConcurError, SpecError
+from concur.registry.tables import Table
+from concur.runner.execute import RunOptions, now
+from concur.runner.jobdir import JobDir, JobState
+from concur.runner.local import Outcome, finished_outcome
+from concur.runner.pool import Task
+from concur.runner.request import JobRequest, failed_result, run_request
+from concur.runner.store import Store
+from concur.workspace import Workspace
+
+CONFIG_ENV = "CONCUR_SLURM_CONFIG"
+DEFAULT_CONFIG = Path("~/.config/concur/slurm.toml")
+POLL_SECONDS = 5.0
+# Why a job may wait forever: what it asks for exceeds what the partition, its QOS or its account allows.
+NEVER_STARTS = frozenset({"PartitionConfig", "PartitionNodeLimit", "PartitionTimeLimit", "BadConstraints", "InvalidAccount", "InvalidQOS"})
+QUEUE_STATES_ALIVE = frozenset({"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "REQUEUED", "RESIZING", "SUSPENDED", "STAGE_OUT"})
+
+
+@dataclass(frozen=True)
+class SlurmConfig:
+    """Site settings for submissions (the specs say what a job needs; this says where it may run)."""
+
+    partition: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    array_parallelism: int = 256  # tasks of one array running at once
+    additional: dict[str, Any] = field(default_factory=dict)  # more sbatch options, e.g. {constraint = "h100"}
+
+
+@dataclass(frozen=True)
+class Submission:
+    key: str
+    slurm_id: str  # e.g. "1234_5": task 5 of array 1234
+    request: str  # path of the job's request file
+    log: str  # the task's stderr, kept by submitit
+    submitted_at: str
+
+
+def load_slurm_config(path: Path | None) -> SlurmConfig:
+    """`path`, else $CONCUR_SLURM_CONFIG, else ~/.config/concur/slurm.toml, else the cluster's defaults."""
+    chosen = path or (Path(os.environ[CONFIG_ENV]) if os.environ.get(CONFIG_ENV) else DEFAULT_CONFIG.expanduser())
+    if not chosen.is_file():
+        if path is not None or os.environ.get(CONFIG_ENV):
+            raise ConcurError(f"Slurm config {chosen} does not exist")
+        return SlurmConfig()
+    try:
+        data = tomllib.loads(chosen.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise SpecError(chosen, None, f"is not valid TOML ({error})") from error
+    table = Table(data, chosen)
+    table.reject_unknown({"partition", "account", "qos", "array_parallelism", "additional"})
+    parallelism = table.get("array_parallelism", int, SlurmConfig.array_parallelism)
+    if parallelism < 1:
+        raise table.error("array_parallelism", f"must be at least 1, got {parallelism}")
+    return SlurmConfig(
+        partition=table.get("partition", str),
+        account=table.get("account", str),
+        qos=table.get("qos", str),
+        array_parallelism=parallelism,
+        additional=table.get("additional", dict, {}),
+    )
+
+
+def run_request_file(path: str) -> str:
+    """What a Slurm task runs (pickled by submitit): one worker for the job of this request."""
+    result = run_request(JobRequest.read(Path(path)), echo=lambda line: print(line, flush=True))
+    return str(result.get("status"))
+
+
+class SlurmExecutor:
+    """Submit tasks to Slurm, and collect what their workers wrote."""
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        store: Store,
+        registry_dirs: Sequence[Path],
+        config: SlurmConfig,
+        options: RunOptions,
+        echo: Callable[[str], None],
+        time_limit_seconds: float | None = None,
+    ) -> None:
+        self.workspace, self.store, self.registry_dirs = workspace, store, list(registry_dirs)
+        self.config, self.options, self.echo, self.time_limit_seconds = config, options, echo, time_limit_seconds
+        self.folder = workspace.root / "slurm"
+        self.ledger = self.folder / "submissions.jsonl"
+
+    def submit(self, tasks: Sequence[Task]) -> tuple[list[Outcome], list[Submission]]:
+        """Submit every task without a result that is not already queued; returns the finished outcomes and the submissions."""
+        finished: list[Outcome] = []
+        alive = self._alive(self.submissions())
+        groups: dict[tuple[int, int, int, int], list[Task]] = {}
+        seen: set[str] = set()
+        for task in tasks:
+            key = task.job.key
+            if key in seen:
+                continue
+            seen.add(key)
+            job_dir = JobDir(self.workspace.jobs_dir / key)
+            outcome = finished_outcome(task.job, job_dir, self.options.retry_failed)
+            if outcome is not None:
+                self.store.record(outcome.result, job_dir.path)
+                finished.append(outcome)
+            elif key in alive:
+                self.echo(f"job {key} ({task.job.describe()}) is queued as Slurm job {alive[key].slurm_id}; not submitting it again")
+            else:
+                if job_dir.state() is JobState.FAILED:  # --retry-failed: the old result must not read as this run's
+                    job_dir.reset()
+                groups.setdefault(self._resources(task), []).append(task)
+        submissions = [alive[key] for key in alive if key in seen]
+        for resources, group in groups.items():
+            submissions += self._submit_array(resources, group)
+        return finished, submissions
+
+    def wait(self, submissions: Sequence[Submission], tasks: Sequence[Task], progress: Any = None) -> list[Outcome]:
+        """Poll until every submission has a result or left the queue without one; index each as it ends."""
+        by_key = {task.job.key: task for task in tasks}
+        open_ = {submission.key: submission for submission in submissions}
+        outcomes: list[Outcome] = []
+        while open_:
+            for submission, result in self._collect(list(open_.values())):
+                outcome = Outcome(by_key[submission.key].job, _state(result), ran=True, result=result)
+                outcomes.append(outcome)
+                del open_[submission.key]
+                if progress is not None:
+                    progress.finished(outcome)
+            if open_:
+                time.sleep(POLL_SECONDS)
+        return outcomes
+
+    def collect(self) -> tuple[int, int]:
+        """Index what every remembered submission wrote, recording those that left the queue without a result.
+
+        Returns (jobs finished, jobs still queued). Safe to call any number of times, from any process.
+        """
+        submissions = self.submissions()
+        finished = self._collect(submissions)
+        return len(finished), len(self._alive(submissions))
+
+    def submissions(self) -> list[Submission]:
+        """Every submission remembered in the ledger (the latest per job)."""
+        if not self.ledger.is_file():
+            return []
+        latest: dict[str, Submission] = {}
+        for line in self.ledger.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                entry = Submission(**json.loads(line))
+                latest[entry.key] = entry
+        return list(latest.values())
+
+    def _submit_array(self, resources: tuple[int, int, int, int], group: list[Task]) -> list[Submission]:
+        """One job array for tasks that need the same allocation; each task's request is written first."""
+        import submitit
+        from submitit.core.utils import FailedJobError, FailedSubmissionError
+
+        gpus, cpus, memory_gb, minutes = resources
+        executor = submitit.SlurmExecutor(folder=self.folder / "%j")
+        parameters: dict[str, Any] = {
+            "job_name": "concur",
+            "time": minutes,
+            "cpus_per_task": cpus,
+            "mem": f"{memory_gb}G",
+            "array_parallelism": self.config.array_parallelism,
+            "additional_parameters": {"requeue": True, **self.config.additional},
+        }
+        if gpus:
+            parameters["gpus_per_node"] = gpus
+        for name in ("partition", "account", "qos"):
+            if getattr(self.config, name):
+                parameters[name] = getattr(self.config, name)
+        executor.update_parameters(**parameters)
+        requests_dir = self.workspace.root / "requests"
+        requests_dir.mkdir(parents=True, exist_ok=True)
+        paths = []
+        for task in group:
+            options = replace(self.options, device="cuda" if gpus else "cpu", threads=self.options.threads or cpus)
+            path = requests_dir / f"{task.job.key}.json"
+            JobRequest.make(task.job, self.registry_dirs, self.workspace, options).write(path)
+            paths.append(path)
+        allocation = f"{gpus} GPU, {cpus} cores, {memory_gb} GB, {minutes} min"
+        try:
+            jobs = executor.map_array(run_request_file, [str(path) for path in paths])
+        except (FailedJobError, FailedSubmissionError) as error:
+            raise ConcurError(f"sbatch refused an array of {len(group)} jobs ({allocation}): {error}") from error
+        stamp = now()
+        submissions = [
+            Submission(task.job.key, str(job.job_id), str(path), str(job.paths.stderr), stamp)
+            for task, path, job in zip(group, paths, jobs)
+        ]
+        for submission in submissions:
+            self._remember(submission)
+        self.echo(f"submitted {len(group)} jobs as Slurm array {jobs[0].job_id.split('_')[0]} ({allocation})")
+        return submissions
+
+    def _collect(self, submissions: Sequence[Submission]) -> list[tuple[Submission, dict[str, Any]]]:
+        """The submissions that ended, each with its indexed result (a failure written for one that left no result)."""
+        states = self._queue_states(submissions)
+        ended = []
+        for submission in submissions:
+            job_dir = JobDir(self.workspace.jobs_dir / submission.key)
+            result = job_dir.result()
+            state, reason = states.get(submission.slurm_id, ("", ""))
+            if result is None and state in QUEUE_STATES_ALIVE:
+                if reason not in NEVER_STARTS:
+                    continue
+                subprocess.run(["scancel", submission.slurm_id], capture_output=True, timeout=60)
+                error = (
+                    f"SlurmJobRefused: Slurm would never start job {submission.slurm_id} (pending: {reason}), so it was cancelled; "
+                    "ask for fewer resources (--threads, the approach's [resources]) or another partition (--slurm-config)"
+                )
+                result = self._write_failure(submission, job_dir, error)
+            elif result is None:
+                how = f"ended as {state}" if state else "left the queue"
+                error = (
+                    f"SlurmJobEnded: Slurm job {submission.slurm_id} {how} without a result "
+                    f"(cancelled, out of time or memory, or its node failed); its log: {submission.log}"
+                )
+                result = self._write_failure(submission, job_dir, error)
+            self.store.record(result, job_dir.path)
+            ended.append((submission, result))
+        return ended
+
+    def _write_failure(self, submission: Submission, job_dir: JobDir, error: str) -> dict[str, Any]:
+        result = failed_result(JobRequest.read(Path(submission.request)), error)
+        job_dir.path.mkdir(parents=True, exist_ok=True)
+        job_dir.write_result(result)
+        return result
+
+    def _alive(self, submissions: Sequence[Submission]) -> dict[str, Submission]:
+        """The submissions still in Slurm's queue (pending, running, requeued)."""
+        states = self._queue_states(submissions)
+        return {s.key: s for s in submissions if states.get(s.slurm_id, ("", ""))[0] in QUEUE_STATES_ALIVE}
+
+    def _queue_states(self, submissions: Sequence[Submission]) -> dict[str, tuple[str, str]]:
+        """Slurm's (state, reason) of each submission it still knows (ended ones stay listed for MinJobAge, 300 s by default)."""
+        if not submissions:
+            return {}
+        arrays = ",".join(sorted({s.slurm_id.split("_")[0] for s in submissions}))
+        try:
+            listing = subprocess.run(
+                ["squeue", "-h", "-r", "-t", "all", "-o", "%i %T %r", "--jobs", arrays], capture_output=True, text=True, timeout=60
+            )
+        except (OSError, subprocess.TimeoutExpired) as error:
+            raise ConcurError(f"cannot ask Slurm for the state of the submitted jobs (squeue: {error})") from error
+        if listing.returncode != 0 and "Invalid job id" not in listing.stderr:
+            raise ConcurError(f"squeue failed: {listing.stderr.strip()}")
+        states = {}
+        for line in listing.stdout.splitlines():
+            slurm_id, state, reason = (line.split(None, 2) + ["", ""])[:3]
+            if slurm_id:
+                states[slurm_id] = (state, reason.strip())
+        return states
+
+    def _remember(self, submission: Submission) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with open(self.ledger, "a", encoding="utf-8") as ledger:
+            ledger.write(json.dumps(submission.__dict__) + "\n")
+
+    def _resources(self, task: Task) -> tuple[int, int, int, int]:
+        """(GPUs, cores, memory GB, minutes) of a task's Slurm allocation."""
+        resources = task.spec.resources
+        gpus = 0 if self.options.device == "cpu" else resources.gpus
+        cpus = self.options.threads or resources.cpus
+        seconds = self.time_limit_seconds or resources.time_limit_hours * 3600
+        return gpus, cpus, max(1, round(resources.memory_gb)), max(1, round(seconds / 60))
+
+
+def _state(result: dict[str, Any]) -> JobState:
+    return JobState.DONE if result.get("status") == "ok" else JobState.FAILED

@@ -1,0 +1,179 @@
+"""The Slurm executor against a real single-node Slurm (Debian's slurm-wlm + munge, started by .ci/slurm-up).
+
+Jobs are tiny BERTs on CPU with one core each; every test has its own runs directory, and
+finds its Slurm jobs through the driver's ledger (runs/slurm/submissions.jsonl).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from concur.errors import ConcurError, SpecError
+from concur.runner.slurm import load_slurm_config
+from concur.runner.store import Store
+from tests.conftest import TINY_HPARAMS, write_tiny_approach
+
+REPO = Path(__file__).resolve().parents[1]
+WAIT_SECONDS = 180
+
+
+@pytest.fixture(scope="module")
+def slurm() -> None:
+    """A Slurm that answers: the running one, or one started by .ci/slurm-up; skipped, with the reason, if neither."""
+    if shutil.which("sinfo") and subprocess.run(["sinfo", "-h"], capture_output=True, timeout=10).returncode == 0:
+        return
+    if os.geteuid() != 0:
+        pytest.skip("Slurm is not running and starting it needs root (.ci/slurm-up)")
+    started = subprocess.run(["bash", str(REPO / ".ci" / "slurm-up")], capture_output=True, text=True, timeout=600)
+    if started.returncode != 0:
+        pytest.skip(f"Slurm could not be started by .ci/slurm-up: {started.stderr.strip()[-500:]}")
+
+
+def _concur(runs: Path, registry: Path, *args: str) -> subprocess.CompletedProcess:
+    common = ["--registry", str(registry), "--runs-dir", str(runs)]
+    return subprocess.run([sys.executable, "-m", "concur", *common, *args], capture_output=True, text=True, timeout=600)
+
+
+def _ledger(runs: Path) -> list[dict]:
+    path = runs / "slurm" / "submissions.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
+
+
+def _slurm_state(slurm_id: str) -> str:
+    listing = subprocess.run(
+        ["squeue", "-h", "-r", "-t", "all", "-j", slurm_id.split("_")[0], "-o", "%i %T"], capture_output=True, text=True
+    )
+    states = dict(line.split() for line in listing.stdout.splitlines() if line.strip())
+    return states.get(slurm_id, "")
+
+
+def _wait_for(slurm_id: str, state: str) -> None:
+    deadline = time.monotonic() + WAIT_SECONDS
+    while _slurm_state(slurm_id) != state:
+        assert time.monotonic() < deadline, f"Slurm job {slurm_id} never reached {state} (now {_slurm_state(slurm_id)!r})"
+        time.sleep(0.5)
+
+
+def _status_until_settled(runs: Path, registry: Path) -> dict:
+    """`concur status --format json` until no submitted job is queued any more."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    while True:
+        status = _concur(runs, registry, "status", "--format", "json")
+        assert status.returncode == 0, status.stderr
+        if ", 0 are still queued or running" in status.stderr:
+            return json.loads(status.stdout)
+        assert time.monotonic() < deadline, status.stderr
+        time.sleep(2)
+
+
+def _slow_approach(registry: Path, model_dir: Path, name: str, epochs: float) -> None:
+    write_tiny_approach(registry, name, model_dir, {**TINY_HPARAMS, "epochs": epochs})
+
+
+CPU = ["--executor", "slurm", "--device", "cpu", "--threads", "1"]
+
+
+def test_a_grid_runs_as_a_job_array_and_a_rerun_submits_nothing(slurm, tmp_path, tiny_registry, tiny_model_dir):
+    write_tiny_approach(
+        tiny_registry, "tiny-bert", tiny_model_dir, {**TINY_HPARAMS, "epochs": 1.0}, "learning_rate = { log_uniform = [1e-4, 1e-2] }"
+    )
+    runs = tmp_path / "runs"
+    grid = ["run", "-a", "tiny-bert", "-b", "tiny-babi", "--hparams", "2", *CPU]
+    first = _concur(runs, tiny_registry, *grid, "--source-dir", str(tmp_path / "data-root"))
+    assert first.returncode == 0, first.stderr
+    assert "submitted 2 jobs as Slurm array" in first.stderr and "(0 GPU, 1 cores, 16 GB, 1440 min)" in first.stderr
+    assert "2 jobs, 2 run now: 2 done" in first.stdout
+    ledger = _ledger(runs)
+    assert len(ledger) == 2 and len({entry["slurm_id"].split("_")[0] for entry in ledger}) == 1  # one array
+    rows = Store(runs / "concur.sqlite").rows()
+    assert sorted(row["hparam_id"] for row in rows) == [0, 1] and all(row["status"] == "ok" for row in rows)
+    for entry in ledger:
+        result = json.loads((runs / "jobs" / entry["key"] / "result.json").read_text())
+        assert result["scheduler"] == {"system": "slurm", "job_id": entry["slurm_id"], "node": result["scheduler"]["node"], "restarts": 0}
+        assert result["accounting"]["device_kind"] == "cpu" and result["accounting"]["device_seconds"] > 0
+        assert Path(entry["log"]).is_file()
+    again = _concur(runs, tiny_registry, *grid)
+    assert again.returncode == 0, again.stderr
+    assert "2 jobs, 0 run now: 2 done" in again.stdout and "submitted" not in again.stderr
+    assert len(_ledger(runs)) == 2
+
+
+def test_the_driver_can_leave_and_a_requeued_job_records_its_restart(slurm, tmp_path, tiny_registry, tiny_model_dir):
+    _slow_approach(tiny_registry, tiny_model_dir, "tiny-slow", 30.0)
+    runs = tmp_path / "runs"
+    submitted = _concur(
+        runs, tiny_registry, "run", "-a", "tiny-slow", "-b", "tiny-babi", *CPU, "--no-wait", "--source-dir", str(tmp_path / "data-root")
+    )
+    assert submitted.returncode == 0, submitted.stderr
+    assert "1 jobs are queued in Slurm, 0 were finished before" in submitted.stderr
+    (entry,) = _ledger(runs)
+    _wait_for(entry["slurm_id"], "RUNNING")
+    # what preemption or a node failure does: Slurm puts the running job back in the queue
+    subprocess.run(["scontrol", "requeue", entry["slurm_id"]], check=True)
+    _wait_for(entry["slurm_id"], "PENDING")
+    subprocess.run(["scontrol", "update", f"jobid={entry['slurm_id']}", "StartTime=now"], check=True)  # skip the requeue delay
+    again = _concur(runs, tiny_registry, "run", "-a", "tiny-slow", "-b", "tiny-babi", *CPU, "--no-wait")
+    assert f"is queued as Slurm job {entry['slurm_id']}; not submitting it again" in again.stderr
+    status = _status_until_settled(runs, tiny_registry)
+    assert status["summary"]["done"] == 1 and status["summary"]["failed"] == 0
+    result = json.loads((runs / "jobs" / entry["key"] / "result.json").read_text())
+    assert result["status"] == "ok" and result["scheduler"]["restarts"] == 1
+    assert len(_ledger(runs)) == 1
+
+
+def test_a_cancelled_job_is_recorded_failed_with_its_slurm_state_and_log(slurm, tmp_path, tiny_registry, tiny_model_dir):
+    _slow_approach(tiny_registry, tiny_model_dir, "tiny-endless", 10000.0)
+    runs = tmp_path / "runs"
+    args = ["run", "-a", "tiny-endless", "-b", "tiny-babi", *CPU, "--no-wait", "--source-dir", str(tmp_path / "data-root")]
+    assert _concur(runs, tiny_registry, *args).returncode == 0
+    (entry,) = _ledger(runs)
+    _wait_for(entry["slurm_id"], "RUNNING")
+    subprocess.run(["scancel", entry["slurm_id"]], check=True)
+    status = _status_until_settled(runs, tiny_registry)
+    (job,) = status["jobs"]
+    assert job["state"] == "failed" and job["key"] == entry["key"]
+    assert job["error"].startswith(f"SlurmJobEnded: Slurm job {entry['slurm_id']} ended as CANCELLED without a result")
+    assert entry["log"] in job["error"]
+    rerun = _concur(runs, tiny_registry, *args)  # a failed job is not submitted again without --retry-failed
+    assert rerun.returncode == 0 and "submitted" not in rerun.stderr and len(_ledger(runs)) == 1
+
+
+def test_a_job_slurm_would_never_start_is_cancelled_and_recorded_failed(slurm, tmp_path, tiny_registry):
+    runs = tmp_path / "runs"
+    result = _concur(runs, tiny_registry, "run", "-a", "tiny-bert", "-b", "tiny-babi", "--executor", "slurm", "--device", "cpu",
+                     "--threads", "999", "--source-dir", str(tmp_path / "data-root"))  # fmt: skip
+    assert result.returncode != 0
+    (entry,) = _ledger(runs)
+    assert "(0 GPU, 999 cores, 16 GB, 1440 min)" in result.stderr
+    assert "SlurmJobRefused" in result.stderr
+    _wait_for(entry["slurm_id"], "CANCELLED")
+    stored = json.loads((runs / "jobs" / entry["key"] / "result.json").read_text())
+    assert stored["status"] == "failed"
+    assert stored["error"].startswith(f"SlurmJobRefused: Slurm would never start job {entry['slurm_id']} (pending: PartitionConfig)")
+    assert "ask for fewer resources (--threads" in stored["error"]
+
+
+def test_the_slurm_config_names_what_is_wrong(tmp_path, monkeypatch):
+    monkeypatch.delenv("CONCUR_SLURM_CONFIG", raising=False)
+    config = tmp_path / "slurm.toml"
+    config.write_text('partition = "gpu"\naccount = "nlp"\narray_parallelism = 32\n[additional]\nconstraint = "h100"\n')
+    loaded = load_slurm_config(config)
+    assert (loaded.partition, loaded.account, loaded.array_parallelism, loaded.additional) == ("gpu", "nlp", 32, {"constraint": "h100"})
+    config.write_text('partiton = "gpu"\n')
+    with pytest.raises(SpecError, match="partiton"):
+        load_slurm_config(config)
+    config.write_text("array_parallelism = 0\n")
+    with pytest.raises(SpecError, match="slurm.toml, field 'array_parallelism': must be at least 1, got 0"):
+        load_slurm_config(config)
+    with pytest.raises(ConcurError, match="Slurm config .*missing.toml does not exist"):
+        load_slurm_config(tmp_path / "missing.toml")
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.config/concur/slurm.toml: the cluster's defaults
+    assert load_slurm_config(None).partition is None
