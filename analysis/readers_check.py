@@ -39,7 +39,7 @@ BASELINE_WINDOW, BASELINE_MAX_LENGTH = 10, 2
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bench", default="babi-1")
-    parser.add_argument("--approaches", default="", help="comma-separated approach ids (default: every non-pretrained one)")
+    parser.add_argument("--approaches", default="", help="comma-separated approach ids (default: the ten non-pretrained study readers)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="hyperparameter override (JSON value)")
     parser.add_argument("--train-questions", type=int, default=0, help="train on a seeded sample of this many questions")
     parser.add_argument("--test-questions", type=int, default=0, help="test on a seeded sample of this many questions")
@@ -73,7 +73,7 @@ def main() -> None:
     if args.approaches:
         specs = [registry.approach(name) for name in args.approaches.split(",")]
     else:
-        specs = [spec for spec in registry.approaches() if spec.family == "non-pretrained"]
+        specs = [registry.approach(spec.id) for spec in default_registry().approaches() if spec.family == "non-pretrained"]
     for spec in specs:
         print(_row(spec, overrides, train, test, gold, args), flush=True)
 

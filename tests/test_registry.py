@@ -237,3 +237,20 @@ def test_extends_cycle_and_bad_registry_dir(tmp_path):
         default_registry([user]).benchmark("a")
     with pytest.raises(ConcurError, match="has neither a benchmarks/ nor an approaches/"):
         default_registry([tmp_path / "nothing"])
+
+
+def test_an_approach_extends_another_and_overrides_its_hparams(tmp_path):
+    user = _user_registry(
+        tmp_path,
+        "approaches",
+        "small-bidaf",
+        'id = "small-bidaf"\nextends = "bidaf"\nname = "small BiDAF"\n[hparams]\nhidden_size = 16\n[resources]\ncpus = 1\n',
+    )
+    registry = default_registry([user])
+    small, bidaf = registry.approach("small-bidaf"), registry.approach("bidaf")
+    assert small.implementation == "bidaf" and small.family == "non-pretrained" and small.name == "small BiDAF"
+    assert small.hparams == {**bidaf.hparams, "hidden_size": 16}
+    assert small.space == bidaf.space and small.resources.cpus == 1 and small.resources.gpus == bidaf.resources.gpus
+    (user / "approaches" / "small-bidaf.toml").write_text('id = "small-bidaf"\nextends = "bidaff"\n')
+    with pytest.raises(SpecError, match="names no known approach: 'bidaff'"):
+        default_registry([user]).approaches()

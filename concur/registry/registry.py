@@ -66,12 +66,12 @@ class Registry:
     @cached_property
     def _benchmarks(self) -> dict[str, BenchmarkSpec]:
         raw = _collect(self.dirs, "benchmarks")
-        return {bench_id: parse_benchmark(_resolve_extends(bench_id, raw), raw[bench_id][1]) for bench_id in raw}
+        return {bench_id: parse_benchmark(_resolve_extends(bench_id, raw, "benchmark"), raw[bench_id][1]) for bench_id in raw}
 
     @cached_property
     def _approaches(self) -> dict[str, ApproachSpec]:
         raw = _collect(self.dirs, "approaches")
-        return {approach_id: parse_approach(data, path) for approach_id, (data, path) in raw.items()}
+        return {approach_id: parse_approach(_resolve_extends(approach_id, raw, "approach"), path) for approach_id, (_, path) in raw.items()}
 
     def benchmark(self, bench_id: str) -> BenchmarkSpec:
         if bench_id not in self._benchmarks:
@@ -121,16 +121,16 @@ def _load_toml(path: Path) -> dict[str, Any]:
         raise SpecError(path, None, f"invalid TOML: {exc}") from None
 
 
-def _resolve_extends(spec_id: str, raw: dict[str, tuple[dict[str, Any], Path]], chain: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The spec's table with its `extends` ancestors merged under it."""
+def _resolve_extends(spec_id: str, raw: dict[str, tuple[dict[str, Any], Path]], kind: str, chain: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The spec's table with its `extends` ancestors (of the same kind) merged under it."""
     data, path = raw[spec_id]
     parent = data.get("extends")
     if parent is None:
         return data
     if not isinstance(parent, str) or parent not in raw:
-        raise SpecError(path, "extends", f"names no known benchmark: {parent!r}")
+        raise SpecError(path, "extends", f"names no known {kind}: {parent!r}")
     if parent in chain or parent == spec_id:
         raise SpecError(path, "extends", f"cycle: {' -> '.join((*chain, spec_id, parent))}")
-    base = _resolve_extends(parent, raw, (*chain, spec_id))
+    base = _resolve_extends(parent, raw, kind, (*chain, spec_id))
     inherited = {key: value for key, value in base.items() if key != "id" and key not in DESCRIPTIVE_KEYS}
     return deep_merge(inherited, data)

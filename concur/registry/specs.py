@@ -287,7 +287,7 @@ def _split_plan(top: Table, split: str, sources: dict[str, SourceFile], carve: C
 def parse_approach(data: dict[str, Any], path: Path) -> ApproachSpec:
     """Validate an approach table; a ready approach's hparams are checked by its implementation."""
     top = Table(data, path)
-    top.reject_unknown(_COMMON_KEYS | {"implementation", "status", "planned_note", "model", "hparams", "space", "resources"})
+    top.reject_unknown(_COMMON_KEYS | {"extends", "implementation", "status", "planned_note", "model", "hparams", "space", "resources"})
     approach_id = top.get("id", str, required=True)
     family = top.choice("family", APPROACH_FAMILIES)
     status = top.choice("status", APPROACH_STATUSES, "ready")
