@@ -61,8 +61,9 @@ def main() -> None:
         batch = spec.hparams["batch_size"]
         context = RunContext(device=args.device, seed=0, log=lambda line: None, work_dir=Path("."), cache_dir=cache_dir)
         if args.warmup_steps:
-            build_approach(spec, {**spec.hparams, "epochs": args.warmup_steps * batch / data.n_questions}).train(data, context)
-        approach = build_approach(spec, {**spec.hparams, "epochs": args.steps * batch / data.n_questions})
+            warmup = {**spec.hparams, "epochs": args.warmup_steps * batch / data.n_questions, "steps": 0}  # steps 0: epochs rule
+            build_approach(spec, warmup).train(data, context)
+        approach = build_approach(spec, {**spec.hparams, "epochs": args.steps * batch / data.n_questions, "steps": 0})
         report = approach.train(data, context)
         if args.device.startswith("cuda"):
             torch.cuda.synchronize()
