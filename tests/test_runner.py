@@ -4,6 +4,7 @@ import gzip
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -207,3 +208,19 @@ def test_device_choice_is_checked():
     if not torch.cuda.is_available():
         with pytest.raises(ConcurError, match="--device cuda: no CUDA GPU is visible"):
             resolve_device("cuda")
+
+
+def test_a_job_whose_process_is_an_unreaped_zombie_is_interrupted_not_running(tmp_path):
+    from concur.runner.jobdir import _process_start
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    started = _process_start(child.pid)
+    job = JobDir(tmp_path / "job")
+    job.path.mkdir()
+    (job.path / "job.json").write_text(json.dumps({"host": socket.gethostname(), "pid": child.pid, "pid_started": started}))
+    deadline = time.monotonic() + 30
+    while open(f"/proc/{child.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":  # exited, not yet reaped by us
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert job.state() is JobState.INTERRUPTED
+    child.wait()

@@ -100,17 +100,23 @@ class JobDir:
         return self.path / LOG_FILE
 
 
-def _process_start(pid: int) -> str | None:
-    """The kernel's start time of a process (Linux), which tells a reused pid apart."""
+def _process_stat(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name (Linux): [state, ppid, ...]."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return stat.rsplit(")", 1)[1].split()[19]
+    return stat.rsplit(")", 1)[1].split()
+
+
+def _process_start(pid: int) -> str | None:
+    """The kernel's start time of a process (Linux), which tells a reused pid apart."""
+    fields = _process_stat(pid)
+    return fields[19] if fields else None
 
 
 def _alive(pid: Any, started: str | None) -> bool:
-    """Whether the process that wrote job.json still runs (and is not a reused pid)."""
+    """Whether the process that wrote job.json still runs (not a reused pid, nor a zombie nobody reaped)."""
     if not isinstance(pid, int) or pid <= 0:
         return False
     try:
@@ -118,7 +124,10 @@ def _alive(pid: Any, started: str | None) -> bool:
             os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    return started is None or _process_start(pid) in (None, started)
+    fields = _process_stat(pid)
+    if fields is None:  # no /proc: trust kill(0)
+        return True
+    return fields[0] != "Z" and (started is None or fields[19] == started)
 
 
 def job_dirs(jobs_dir: Path) -> list[JobDir]:
