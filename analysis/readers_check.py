@@ -6,7 +6,7 @@ MRQA SQuAD dev passages for training, 20% for testing; registered in checks/benc
 `--set epochs=30` overrides a hyperparameter of every approach that has it, and
 `--set bidaf:optimizer='"adam"'` of one approach (values are JSON; they are printed with
 the results); `--train-questions N` trains on a seeded sample of N questions;
-`--test-questions N` tests on a seeded sample. Prints one row per approach: EM, F1,
+`--test-questions N` tests on a seeded sample; `--log` prints the loss as training goes. Prints one row per approach: EM, F1,
 trainable parameters, training time, the loss at the start and at the end.
 """
 
@@ -49,6 +49,7 @@ def main() -> None:
     parser.add_argument("--vectors", type=Path, default=None, help="a GloVe/fastText file (default: each spec's offline stand-in)")
     parser.add_argument("--spacy-pipeline", default=None, help="spaCy pipeline (package or directory) for the with-features readers")
     parser.add_argument("--source-dir", type=Path, action="append", default=[])
+    parser.add_argument("--log", action="store_true", help="print each approach's training log (loss every 1/50 of the steps), timestamped")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     overrides = {name: json.loads(value) for name, value in (item.split("=", 1) for item in args.set)}  # [approach:]name
@@ -83,10 +84,13 @@ def _row(spec, overrides: dict, train: Split, test: Split, gold: dict, args: arg
     own = {name.split(":", 1)[1]: value for name, value in overrides.items() if name.startswith(f"{spec.id}:")}
     hparams = {**spec.hparams, **shared, **own}
     approach = build_approach(with_spacy_pipeline(spec, args.spacy_pipeline), hparams)
-    context = RunContext(
-        device=args.device, seed=args.seed, log=lambda line: None, work_dir=Path("."), model_path=args.vectors, cache_dir=args.cache_dir
-    )
     started = time.perf_counter()
+
+    def log(line: str) -> None:
+        if args.log:
+            print(f"  {spec.id} {time.perf_counter() - started:6.0f}s  {line}", flush=True)
+
+    context = RunContext(device=args.device, seed=args.seed, log=log, work_dir=Path("."), model_path=args.vectors, cache_dir=args.cache_dir)
     report = approach.train(train, context)
     seconds = time.perf_counter() - started
     scores = evaluate(gold, approach.predict(test, context))
