@@ -28,6 +28,7 @@ from concur.data.model import Split
 from concur.data.prepare import prepare
 from concur.data.sources import SourceLocator
 from concur.data.transforms import downsample
+from concur.errors import ConcurError
 from concur.metrics import evaluate
 from concur.registry.registry import default_registry
 from concur.workspace import Workspace, data_roots
@@ -54,6 +55,10 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     overrides = {name: json.loads(value) for name, value in (item.split("=", 1) for item in args.set)}  # [approach:]name
     registry = default_registry([Path(__file__).parent / "checks"])
+    if args.approaches:
+        specs = [registry.approach(name) for name in args.approaches.split(",")]
+    else:
+        specs = [registry.approach(spec.id) for spec in default_registry().approaches() if spec.family == "non-pretrained"]
     workspace = Workspace.resolve()
     args.cache_dir = workspace.cache_dir
     locator = SourceLocator(tuple(data_roots(tuple(args.source_dir))), workspace.cache_dir)
@@ -71,10 +76,6 @@ def main() -> None:
     baseline = evaluate(gold, lexical_overlap_answers(test, BASELINE_WINDOW, BASELINE_MAX_LENGTH))
     print(f"{'approach':24s} {'EM':>6s} {'F1':>6s} {'params':>11s} {'train s':>8s}  loss first -> last  vectors")
     print(f"{'lexical-overlap':24s} {baseline.exact_match:6.1f} {baseline.f1:6.1f} {0:11,d} {0:8.0f}")
-    if args.approaches:
-        specs = [registry.approach(name) for name in args.approaches.split(",")]
-    else:
-        specs = [registry.approach(spec.id) for spec in default_registry().approaches() if spec.family == "non-pretrained"]
     for spec in specs:
         print(_row(spec, overrides, train, test, gold, args), flush=True)
 
@@ -102,4 +103,7 @@ def _row(spec, overrides: dict, train: Split, test: Split, gold: dict, args: arg
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except ConcurError as error:  # a wrong name, a missing extra or a bad file: the message says which, no traceback
+        raise SystemExit(f"error: {error}") from None
