@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import importlib.util
 import math
@@ -11,17 +12,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from concur.approaches.reader.settings import ReaderSettings
+from concur.approaches.reader.settings import ReaderSettings, reader_settings
 from concur.approaches.reader.vectors import (
     MINILM_PACKAGE,
     RANDOM_SCALE,
     VECTORS_ENV,
+    ScaledVectors,
     embedding_rows,
     find_vectors,
     offline_vectors,
     open_vectors,
 )
-from concur.errors import DataFormatError, ModelUnavailableError
+from concur.errors import DataFormatError, ModelUnavailableError, SpecError
+from concur.registry.registry import default_registry
 
 # GloVe: no header, "<word> <values>" per line; glove.840B.300d has a few words with spaces (". . .")
 GLOVE = "the 0.5 0.25 -0.125\n. . . 1.0 -2.0 3.5\nparis 2 -1 0.5\nThe 1 1 1\ncat 0.1 0.2 0.3\n"
@@ -59,6 +62,7 @@ def settings(word_vectors: str, spec_dir: Path) -> ReaderSettings:
     return ReaderSettings(
         word_vectors=word_vectors,
         offline_vectors="random",
+        offline_vector_std=None,
         word_dim=7,
         linguistic_features=False,
         spacy_pipeline="",
@@ -246,7 +250,7 @@ def test_an_absolute_path_in_the_spec(tmp_path, monkeypatch):
 def test_embedding_rows_take_the_source_values_with_a_lower_case_fallback(tmp_path):
     source = open_vectors(write(tmp_path / "glove.txt", GLOVE))
     words = ["<pad>", "<unk>", "the", "Paris", "The", "zebra", ". . ."]
-    rows, covered = embedding_rows(words, source, 50, np.random.default_rng(0))
+    rows, covered, factor = embedding_rows(words, source, 50, np.random.default_rng(0))
     assert rows.shape == (7, 3) and rows.dtype == np.float32  # the source's size, not `dim`
     assert covered == 4
     np.testing.assert_array_equal(rows[2], GLOVE_ROWS["the"])
@@ -259,7 +263,7 @@ def test_embedding_rows_take_the_source_values_with_a_lower_case_fallback(tmp_pa
 def test_uncovered_rows_are_random_with_the_scale_of_the_covered_ones(tmp_path):
     source = open_vectors(write(tmp_path / "glove.txt", GLOVE))
     words = ["the", "Paris", "The"] + [f"unknown{i}" for i in range(4000)]
-    rows, covered = embedding_rows(words, source, 3, np.random.default_rng(1))
+    rows, covered, factor = embedding_rows(words, source, 3, np.random.default_rng(1))
     assert covered == 3
     # the covered values 0.5 0.25 -0.125 | 2 -1 0.5 | 1 1 1: sum 5.125, sum of squares 8.578125
     scale = math.sqrt(8.578125 / 9 - (5.125 / 9) ** 2)
@@ -267,15 +271,52 @@ def test_uncovered_rows_are_random_with_the_scale_of_the_covered_ones(tmp_path):
     random = rows[3:]
     assert abs(float(random.std()) - scale) < 0.02 * scale  # 12,000 draws: ~0.65% standard error
     assert abs(float(random.mean())) < 0.05
-    again, _ = embedding_rows(words, source, 3, np.random.default_rng(1))
+    again, _, _ = embedding_rows(words, source, 3, np.random.default_rng(1))
     np.testing.assert_array_equal(rows, again)
 
 
 def test_without_a_source_every_row_is_random_at_the_default_scale():
     words = [f"w{i}" for i in range(2000)]
-    rows, covered = embedding_rows(words, None, 5, np.random.default_rng(2))
+    rows, covered, factor = embedding_rows(words, None, 5, np.random.default_rng(2))
     assert rows.shape == (2000, 5) and rows.dtype == np.float32 and covered == 0
     assert abs(float(rows.std()) - RANDOM_SCALE) < 0.03 * RANDOM_SCALE
+
+
+def test_a_target_spread_rescales_the_covered_vectors_by_one_factor(tmp_path):
+    source = open_vectors(write(tmp_path / "glove.txt", GLOVE))
+    words = ["the", "Paris", "The"] + [f"unknown{i}" for i in range(4000)]
+    rows, covered, factor = embedding_rows(words, source, 3, np.random.default_rng(1), std=0.4)
+    assert covered == 3
+    assert factor == pytest.approx(0.4 / 0.793006, rel=1e-5)  # the covered values' own spread is 0.793006 (above)
+    np.testing.assert_allclose(rows[0], np.array(GLOVE_ROWS["the"]) * factor, rtol=1e-6)
+    np.testing.assert_allclose(rows[1], np.array(GLOVE_ROWS["paris"]) * factor, rtol=1e-6)
+    assert float(rows[:3].std()) == pytest.approx(0.4, rel=1e-5)
+    assert abs(float(rows[3:].std()) - 0.4) < 0.02 * 0.4  # uncovered rows drawn at the target spread
+
+
+def test_without_a_source_a_target_spread_sets_the_random_scale():
+    rows, covered, factor = embedding_rows([f"w{i}" for i in range(2000)], None, 5, np.random.default_rng(2), std=0.25)
+    assert covered == 0 and factor == 1.0
+    assert abs(float(rows.std()) - 0.25) < 0.03 * 0.25
+
+
+def test_scaled_vectors_multiply_every_later_lookup(tmp_path):
+    source = open_vectors(write(tmp_path / "glove.txt", GLOVE))
+    scaled = ScaledVectors(source, 2.0)
+    assert scaled.name == "file:glove.txt" and scaled.dim == 3
+    assert_rows(scaled.lookup(["the", "cat", "zebra"]), {"the": [1.0, 0.5, -0.25], "cat": [0.2, 0.4, 0.6]})
+
+
+def test_the_offline_spread_is_read_from_the_spec_and_must_be_positive():
+    rasor = default_registry().approach("rasor")
+    assert reader_settings(rasor).offline_vector_std == 0.35
+    for value, problem in ((0, "must be greater than 0"), (-0.1, "must be greater than 0"), ("big", "must be a")):
+        spec = dataclasses.replace(rasor, model={**rasor.model, "offline_vector_std": value})
+        with pytest.raises(SpecError, match=problem) as raised:
+            reader_settings(spec)
+        assert "model.offline_vector_std" in str(raised.value) and "rasor.toml" in str(raised.value)
+    unset = dataclasses.replace(rasor, model={key: value for key, value in rasor.model.items() if key != "offline_vector_std"})
+    assert reader_settings(unset).offline_vector_std is None
 
 
 # --- offline stand-ins --------------------------------------------------------------------------
@@ -313,6 +354,18 @@ def test_minilm_vectors_are_the_mean_of_the_word_piece_embeddings(minilm):
         np.testing.assert_allclose(found[word], expected, rtol=1e-5, atol=1e-6)
     assert len(tokenizer.tokenize("unaffable")) > 1  # a real average of several rows
     np.testing.assert_array_equal(found["Hello"], found["hello"])  # the model is uncased
+
+
+def test_minilm_vectors_at_a_target_spread_keep_their_directions(minilm):
+    source, _, _ = minilm
+    words = ["the", "river", "bank", "money", "unaffable", "Paris"]
+    raw, _, _ = embedding_rows(words, source, 7, np.random.default_rng(0))
+    assert float(raw.std()) < 0.1  # MiniLM's input embeddings are small
+    rows, covered, factor = embedding_rows(words, source, 7, np.random.default_rng(0), std=0.35)
+    assert covered == 6 and factor > 3
+    assert float(rows.std()) == pytest.approx(0.35, rel=1e-5)
+    np.testing.assert_allclose(rows, raw * np.float32(factor), rtol=1e-5)
+    np.testing.assert_allclose(ScaledVectors(source, factor).lookup(["bank"])["bank"], rows[2], rtol=1e-6)
 
 
 def test_a_file_beside_the_spec_is_a_path_not_a_stem(tmp_path, monkeypatch):

@@ -25,7 +25,8 @@ from concur.approaches.reader.inputs import ReaderInputs
 from concur.approaches.reader.linguistic import Tagger, load_tagger
 from concur.approaches.reader.settings import reader_settings
 from concur.approaches.reader.training import fit, predict_spans, total_steps
-from concur.approaches.reader.vectors import VectorSource, embedding_rows, find_vectors, offline_vectors, open_vectors
+from concur.approaches.reader.vectors import ScaledVectors, VectorSource, embedding_rows, find_vectors, offline_vectors, open_vectors
+from concur.approaches.reader.vocab import SPECIALS
 from concur.data.model import Split
 from concur.errors import ConcurError
 from concur.registry.specs import ApproachSpec
@@ -55,15 +56,18 @@ class ReaderApproach:
         rng = np.random.default_rng(context.seed)
         self._tagger = load_tagger(settings.spacy_pipeline, self.spec.id, context.cache_dir) if settings.linguistic_features else None
         vector_file = find_vectors(settings, context.model_path)
-        self._source = open_vectors(vector_file) if vector_file else offline_vectors(settings.offline_vectors)
-        vectors_name = self._source.name if self._source else "offline:random"
+        source = open_vectors(vector_file) if vector_file else offline_vectors(settings.offline_vectors)
+        vectors_name = source.name if source else "offline:random"
         if vector_file is None:
             context.log(f"word vectors: {settings.word_vectors!r} not found (give --model-path or $CONCUR_VECTORS); using {vectors_name}")
         analysed = analyse(train, self._tagger, hp.max_question_tokens)
         vocabularies = build_vocabularies(analysed)
-        rows, covered = embedding_rows(vocabularies.words.items, self._source, settings.word_dim, rng)
+        std = settings.offline_vector_std if vector_file is None else None
+        rows, covered, factor = embedding_rows(vocabularies.words.items, source, settings.word_dim, rng, std)
+        self._source = ScaledVectors(source, factor) if source is not None and factor != 1.0 else source
+        vector_std = float(rows[len(SPECIALS) :].std()) if len(rows) > len(SPECIALS) else 0.0  # the scale the model sees
         tuned_words = min(hp.tune_top_k, vocabularies.question_words)  # DrQA tunes question words only
-        n_tuned = len(rows) if hp.tune_top_k == -1 or self._source is None else 2 + tuned_words
+        n_tuned = len(rows) if hp.tune_top_k == -1 or source is None else 2 + tuned_words
         encoded = encode(analysed, vocabularies, hp.max_word_chars, hp.max_answer_length)
         limit_passages(encoded, hp.max_passage_tokens)
         n_train = len(encoded.trainable())
@@ -88,8 +92,8 @@ class ReaderApproach:
         context.log(
             f"train: {n_train} questions over {len(analysed.contexts)} passages"
             + (f"; skipped {skipped} ({reasons})" if skipped else "")
-            + f"; vocabulary {len(rows)} words ({covered} with {vectors_name} vectors, {n_tuned} trained); "
-            f"{parameters:,} trainable parameters"
+            + f"; vocabulary {len(rows)} words ({covered} with {vectors_name} vectors, {n_tuned} trained; "
+            f"per-dimension std {vector_std:.3f}); {parameters:,} trainable parameters"
         )
         fit_started = time.perf_counter()
         losses = fit(model, encoded, hp, context, self.spec.id, settings.linguistic_features)
@@ -105,6 +109,7 @@ class ReaderApproach:
             details={
                 "word_vectors": vectors_name,
                 "word_vector_dim": int(rows.shape[1]),
+                "word_vector_std": vector_std,
                 "vocabulary": len(rows),
                 "vocabulary_with_vectors": covered,
                 "trained_word_rows": n_tuned,

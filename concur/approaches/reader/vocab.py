@@ -13,14 +13,14 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 PAD, UNK = 0, 1
-_SPECIALS = ("<pad>", "<unk>")
+SPECIALS = ("<pad>", "<unk>")
 
 
 class Vocabulary:
     """Strings to ids; unknown strings map to UNK."""
 
     def __init__(self, items: Iterable[str]) -> None:
-        self.items: list[str] = list(_SPECIALS)
+        self.items: list[str] = list(SPECIALS)
         self.index: dict[str, int] = {item: i for i, item in enumerate(self.items)}
         self.extend(items)
 
