@@ -8,8 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from concur.approaches.base import RunContext, build_approach
+from concur.approaches.reader.vectors import MINILM_PACKAGE, offline_vectors
 from concur.data.babi import read_babi
 from concur.errors import ConcurError, ModelUnavailableError
 from concur.metrics import evaluate
@@ -101,6 +103,28 @@ def test_a_glove_file_gives_vectors_and_covers_test_words(tmp_path):
     approach.predict(test, _context(tmp_path, lines, model_path=glove))
     assert embedding.fixed.shape[0] == rows_before + 1  # "crawled" joined with its pretrained vector
     assert lines[-1].endswith("1 new test words with pretrained vectors")
+
+
+def test_the_minilm_stand_in_takes_the_spec_spread_also_for_words_met_at_test_time(tmp_path):
+    pytest.importorskip(MINILM_PACKAGE, reason=f"{MINILM_PACKAGE} is not installed (pip install 'concur[minilm]')")
+    train, test = _split(tmp_path, "train", 10, 1), _split(tmp_path, "test", 3, 2)
+    test.passages[0].context = test.passages[0].context.replace("went", "crawled")  # a word only the test split has
+    spec, hparams = _small_bidaf({"offline_vectors": "minilm", "offline_vector_std": 0.35})
+    approach = build_approach(spec, {**hparams, "epochs": 1.0})
+    report = approach.train(train, _context(tmp_path, []))
+    words = approach._vocabularies.words.items
+    raw = offline_vectors("minilm").lookup(words)
+    assert sorted(raw) == sorted(words)  # MiniLM's word pieces cover every word, <pad> and <unk> included
+    factor = 0.35 / float(np.stack([raw[word] for word in words]).std())
+    assert factor > 3  # MiniLM's own spread is about 0.05
+    embedding = approach._model.word_embedding
+    mary = approach._vocabularies.words.index["Mary"]
+    np.testing.assert_allclose(embedding(torch.tensor([mary])).detach().numpy()[0], raw["Mary"] * factor, rtol=1e-5)
+    assert report.details["word_vectors"] == "offline:minilm"
+    assert report.details["word_vector_std"] == pytest.approx(float(embedding.fixed.numpy().std()), rel=1e-5)
+    approach.predict(test, _context(tmp_path, []))
+    crawled = offline_vectors("minilm").lookup(["crawled"])["crawled"]
+    np.testing.assert_allclose(embedding.fixed[-1].numpy(), crawled * factor, rtol=1e-5)
 
 
 def test_a_step_budget_replaces_the_epochs(tmp_path):
