@@ -25,7 +25,15 @@ from concur.approaches.reader.inputs import ReaderInputs
 from concur.approaches.reader.linguistic import Tagger, load_tagger
 from concur.approaches.reader.settings import reader_settings
 from concur.approaches.reader.training import fit, predict_spans, total_steps
-from concur.approaches.reader.vectors import ScaledVectors, VectorSource, embedding_rows, find_vectors, offline_vectors, open_vectors
+from concur.approaches.reader.vectors import (
+    ScaledVectors,
+    VectorSource,
+    embedding_rows,
+    find_vectors,
+    lookup_cased,
+    offline_vectors,
+    open_vectors,
+)
 from concur.approaches.reader.vocab import SPECIALS
 from concur.data.model import Split
 from concur.errors import ConcurError
@@ -67,7 +75,7 @@ class ReaderApproach:
         self._source = ScaledVectors(source, factor) if source is not None and factor != 1.0 else source
         vector_std = float(rows[len(SPECIALS) :].std()) if len(rows) > len(SPECIALS) else 0.0  # the scale the model sees
         tuned_words = min(hp.tune_top_k, vocabularies.question_words)  # DrQA tunes question words only
-        n_tuned = len(rows) if hp.tune_top_k == -1 or source is None else 2 + tuned_words
+        n_tuned = len(rows) if hp.tune_top_k == -1 or source is None else len(SPECIALS) + tuned_words
         encoded = encode(analysed, vocabularies, hp.max_word_chars, hp.max_answer_length)
         limit_passages(encoded, hp.max_passage_tokens)
         n_train = len(encoded.trainable())
@@ -143,9 +151,7 @@ class ReaderApproach:
             return 0
         vocabulary = self._vocabularies.words
         unseen = sorted({form for text in texts for form in text.forms if form not in vocabulary.index})
-        found = self._source.lookup(set(unseen) | {word.lower() for word in unseen})
-        covered = [(word, found.get(word, found.get(word.lower()))) for word in unseen]
-        covered = [(word, row) for word, row in covered if row is not None]
+        covered = [(word, row) for word, row in zip(unseen, lookup_cased(self._source, unseen)) if row is not None]
         if covered:
             vocabulary.extend(word for word, _ in covered)
             rows = torch.from_numpy(np.stack([row for _, row in covered]))

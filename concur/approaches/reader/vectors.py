@@ -253,20 +253,25 @@ def _open(path: Path) -> io.TextIOBase:
     return open_text(path)
 
 
+def lookup_cased(source: VectorSource, words: list[str]) -> list[np.ndarray | None]:
+    """Each word's vector as written, else its lower case's, else None (one lookup for all)."""
+    found = source.lookup(set(words) | {word.lower() for word in words})
+    return [found.get(word, found.get(word.lower())) for word in words]
+
+
 def embedding_rows(
     words: list[str], source: VectorSource | None, dim: int, rng: np.random.Generator, std: float | None = None
 ) -> tuple[np.ndarray, int, float]:
     """Initial vectors for `words`, how many the source covered, and the factor applied to the source's vectors.
 
-    A word is looked up as written, then lower-cased; uncovered rows are drawn from a normal
+    A word is looked up as written, then lower-cased (`lookup_cased`); uncovered rows are drawn from a normal
     distribution with the covered vectors' scale (or `RANDOM_SCALE` without a source). `std`,
     when given, rescales the covered vectors (one factor for all, so their geometry stays) to
     that per-dimension spread and draws the other rows at it; words looked up later must be
     multiplied by the returned factor (`ScaledVectors`).
     """
-    found = source.lookup(set(words) | {word.lower() for word in words}) if source is not None else {}
+    covered = lookup_cased(source, words) if source is not None else [None] * len(words)
     size = source.dim if source is not None else dim
-    covered = [found.get(word, found.get(word.lower())) for word in words]
     values = [row for row in covered if row is not None]
     own_scale = float(np.std(np.stack(values))) if values else None
     scale = std if std is not None else (own_scale if own_scale is not None else RANDOM_SCALE)
