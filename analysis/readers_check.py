@@ -5,7 +5,8 @@ readers on bAbI task 1), or `--bench squad-dev-carved` (real SQuAD questions: 80
 MRQA SQuAD dev passages for training, 20% for testing; registered in checks/benchmarks/).
 `--set epochs=30` overrides a hyperparameter of every approach that has it, and
 `--set bidaf:optimizer='"adam"'` of one approach (values are JSON; they are printed with
-the results); `--train-questions N` trains on a seeded sample of N questions;
+the results); `--vector-std 0.35` sets every reader's `[model] offline_vector_std` (the
+spread of the offline stand-in vectors); `--train-questions N` trains on a seeded sample of N questions;
 `--test-questions N` tests on a seeded sample; `--log` prints the loss as training goes. Prints one row per approach: EM, F1,
 trainable parameters, training time, the loss at the start and at the end.
 """
@@ -13,6 +14,7 @@ trainable parameters, training time, the loss at the start and at the end.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -47,6 +49,7 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--vector-std", type=float, default=None, help="every reader's [model] offline_vector_std (default: each spec's)")
     parser.add_argument("--vectors", type=Path, default=None, help="a GloVe/fastText file (default: each spec's offline stand-in)")
     parser.add_argument("--spacy-pipeline", default=None, help="spaCy pipeline (package or directory) for the with-features readers")
     parser.add_argument("--source-dir", type=Path, action="append", default=[])
@@ -73,6 +76,8 @@ def main() -> None:
     print(f"{args.bench}: train {train.n_questions} questions / {train.n_passages} passages, test {test.n_questions} / {test.n_passages}")
     if overrides:
         print(f"overrides: {overrides}")
+    if args.vector_std is not None:
+        print(f"offline_vector_std: {args.vector_std}")
     baseline = evaluate(gold, lexical_overlap_answers(test, BASELINE_WINDOW, BASELINE_MAX_LENGTH))
     print(f"{'approach':24s} {'EM':>6s} {'F1':>6s} {'params':>11s} {'train s':>8s}  loss first -> last  vectors")
     print(f"{'lexical-overlap':24s} {baseline.exact_match:6.1f} {baseline.f1:6.1f} {0:11,d} {0:8.0f}")
@@ -84,6 +89,8 @@ def _row(spec, overrides: dict, train: Split, test: Split, gold: dict, args: arg
     shared = {name: value for name, value in overrides.items() if ":" not in name and name in spec.hparams}
     own = {name.split(":", 1)[1]: value for name, value in overrides.items() if name.startswith(f"{spec.id}:")}
     hparams = {**spec.hparams, **shared, **own}
+    if args.vector_std is not None:
+        spec = dataclasses.replace(spec, model={**spec.model, "offline_vector_std": args.vector_std})
     approach = build_approach(with_spacy_pipeline(spec, args.spacy_pipeline), hparams)
     started = time.perf_counter()
 
@@ -99,7 +106,7 @@ def _row(spec, overrides: dict, train: Split, test: Split, gold: dict, args: arg
     losses = f"{report.losses[0]:7.3f} -> {report.losses[-1]:7.3f}"
     tagger = f"  tagger {details['tagger']}" if details["tagger"] else ""
     row = f"{spec.id:24s} {scores.exact_match:6.1f} {scores.f1:6.1f} {details['parameters']:11,d} {seconds:8.0f}"
-    return f"{row}  {losses}  {details['word_vectors']}{tagger}"
+    return f"{row}  {losses}  {details['word_vectors']} (std {details['word_vector_std']:.2f}){tagger}"
 
 
 if __name__ == "__main__":
