@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+import shutil
 import sqlite3
 import sys
 
 import pytest
 
+from concur.approaches.reader.annotation_cache import AnnotationCache
 from concur.approaches.reader.linguistic import Annotation, Tagger, load_tagger
 from concur.approaches.reader.tokenize import tokenize
 from concur.errors import ConcurError, ModelUnavailableError
@@ -147,6 +149,50 @@ def test_the_cache_answers_later_taggers_without_spacy(tmp_path, monkeypatch):
     # a text the cache lacks needs spaCy, and the error says how to get it
     with pytest.raises(ModelUnavailableError, match=r"concur\[features\]"):
         second.annotate([(["John", "went", "to", "the", "garden", "."], [T, T, T, T, F, F])])
+
+
+def test_the_cache_stands_in_for_a_pipeline_this_machine_lacks(tmp_path, monkeypatch):
+    # named like an installed package: the directory is the pipeline's lang_name
+    (tmp_path / "site-packages").mkdir()
+    pipeline = build_babi_pipeline(tmp_path / "site-packages" / "en_babi_rules")
+    sequence = (["Where", "is", "Mary", "?"], [T, T, F, F])
+    tagged = load_tagger(str(pipeline), "drqa", tmp_path / "cache").annotate([sequence])
+    shutil.rmtree(pipeline)  # a GPU node with the cache (copied or shared) and neither the pipeline nor spaCy
+    monkeypatch.setitem(sys.modules, "spacy", None)
+    for named in (str(pipeline), "en_babi_rules"):
+        tagger = load_tagger(named, "drqa", tmp_path / "cache")
+        assert tagger.name == "en_babi_rules 1.0.0"
+        assert (
+            tagger.annotate([sequence])
+            == tagged
+            == [Annotation(("WRB", "VBZ", "NNP", "."), ("", "", "PERSON", ""), ("where", "be", "mary", "?"))]
+        )
+        assert tagger.tagged == 0
+    # a text the cache lacks: the error names the cache, how many texts it lacks and how to get the pipeline
+    with pytest.raises(ModelUnavailableError) as caught:
+        tagger.annotate([(["John", "went", "to", "the", "garden", "."], [T, T, T, T, F, F]), sequence])
+    message = str(caught.value)
+    assert str(tmp_path / "cache" / "annotations" / "en_babi_rules-1.0.0.sqlite") in message
+    assert "lacks 1 of the texts" in message and "concur[features]" in message
+
+
+def test_caches_of_several_versions_of_a_missing_pipeline_are_ambiguous(tmp_path):
+    for version in ("1.0.0", "2.0.0"):
+        AnnotationCache(tmp_path / "cache", f"en_babi_rules {version}")
+    with pytest.raises(ConcurError) as caught:
+        load_tagger("en_babi_rules", "drqa", tmp_path / "cache")
+    message = str(caught.value)
+    assert "'en_babi_rules 1.0.0'" in message and "'en_babi_rules 2.0.0'" in message and "install the pipeline" in message
+
+
+def test_no_matching_cache_leaves_the_missing_pipeline_error(tmp_path):
+    AnnotationCache(tmp_path / "cache", "en_other_rules 1.0.0")
+    legacy = tmp_path / "cache" / "annotations" / "en_babi_rules-0.9.sqlite"  # records no pipeline name
+    with sqlite3.connect(legacy) as connection:
+        connection.execute("CREATE TABLE annotations (key BLOB PRIMARY KEY, value TEXT NOT NULL)")
+    connection.close()
+    with pytest.raises(ModelUnavailableError, match="python -m spacy download en_babi_rules"):
+        load_tagger("en_babi_rules", "drqa", tmp_path / "cache")
 
 
 def test_only_texts_missing_from_the_cache_are_tagged(tmp_path):

@@ -5,7 +5,9 @@ settings and seeds, and tagging SQuAD's passages takes minutes every time. The c
 SQLite file per pipeline (its name and version, read from the pipeline's `meta.json` without
 loading spaCy) under `runs/cache/annotations/`, keyed by a hash of each token sequence and its
 spacing. Rows are written in one transaction per call, so a killed job leaves a valid cache,
-and concurrent jobs share it (WAL). A job whose texts are all cached never imports spaCy.
+and concurrent jobs share it (WAL). A job whose texts are all cached never imports spaCy, and
+on a machine without the pipeline either (a GPU node), the cache is found by the pipeline's
+name and its file names the version.
 """
 
 from __future__ import annotations
@@ -51,6 +53,47 @@ def pipeline_name(meta: dict[str, Any]) -> str:
     return f"{meta['lang']}_{meta['name']} {meta['version']}"
 
 
+def cached_pipeline_name(cache_dir: Path, pipeline: str) -> str | None:
+    """The recorded name of the one annotation cache that pipeline `pipeline` made, for a machine lacking the pipeline.
+
+    `pipeline` is a package name or directory (`en_core_web_sm`, `.../site-packages/en_core_web_sm`)
+    whose last part names the pipeline as its meta.json does; None when no cache matches. Caches
+    of several versions are ambiguous: only the pipeline's own meta.json could say which applies.
+    """
+    key = Path(pipeline).name
+    matches = {}
+    for path in sorted((cache_dir / "annotations").glob(f"{_file_stem(key)}-*.sqlite")):
+        name = _recorded_name(path)
+        if name is not None and name.split(" ", 1)[0] == key:
+            matches[name] = path
+    if len(matches) > 1:
+        listed = ", ".join(f"{name!r} ({path})" for name, path in matches.items())
+        raise ConcurError(
+            f"spaCy pipeline {pipeline!r} is not installed here and its annotation cache exists for several versions: "
+            f"{listed}; install the pipeline (its meta.json says which version applies) or remove the other caches"
+        )
+    return next(iter(matches), None)
+
+
+def _recorded_name(path: Path) -> str | None:
+    """The pipeline name a cache file records; None for a file without one."""
+    try:
+        connection = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_S)
+        try:
+            if connection.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'pipeline'").fetchone() is None:
+                return None
+            row = connection.execute("SELECT name FROM pipeline").fetchone()
+        finally:
+            connection.close()
+    except sqlite3.DatabaseError as error:
+        raise ConcurError(f"annotation cache {path} is unreadable ({error}); delete it and the texts are tagged again") from error
+    return row[0] if row else None
+
+
+def _file_stem(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name)
+
+
 def sequence_key(words: Sequence[str], spaces: Sequence[bool]) -> bytes:
     return hashlib.blake2b(json.dumps([list(words), [bool(s) for s in spaces]]).encode("utf-8"), digest_size=16).digest()
 
@@ -61,12 +104,16 @@ class AnnotationCache:
     def __init__(self, cache_dir: Path, name: str) -> None:
         directory = cache_dir / "annotations"
         directory.mkdir(parents=True, exist_ok=True)
-        self.path = directory / f"{re.sub(r'[^A-Za-z0-9_.-]+', '-', name)}.sqlite"
+        self.path = directory / f"{_file_stem(name)}.sqlite"
         self.name = name
         try:
             with self._connect() as connection:
                 connection.execute("PRAGMA journal_mode=WAL")
                 connection.execute("CREATE TABLE IF NOT EXISTS annotations (key BLOB PRIMARY KEY, value TEXT NOT NULL)")
+                # the exact name, for machines that have the cache but not the pipeline's meta.json
+                connection.execute("CREATE TABLE IF NOT EXISTS pipeline (name TEXT NOT NULL)")
+                if connection.execute("SELECT COUNT(*) FROM pipeline").fetchone() == (0,):
+                    connection.execute("INSERT INTO pipeline (name) VALUES (?)", (name,))
         except sqlite3.DatabaseError as error:
             raise ConcurError(f"annotation cache {self.path} is unreadable ({error}); delete it and the texts are tagged again") from error
 

