@@ -7,7 +7,7 @@ loading spaCy) under `runs/cache/annotations/`, keyed by a hash of each token se
 spacing. Rows are written in one transaction per call, so a killed job leaves a valid cache,
 and concurrent jobs share it (WAL). A job whose texts are all cached never imports spaCy, and
 on a machine without the pipeline either (a GPU node), the cache is found by the pipeline's
-name and its file names the version.
+name and records its version.
 """
 
 from __future__ import annotations
@@ -86,8 +86,12 @@ def _recorded_name(path: Path) -> str | None:
         finally:
             connection.close()
     except sqlite3.DatabaseError as error:
-        raise ConcurError(f"annotation cache {path} is unreadable ({error}); delete it and the texts are tagged again") from error
+        raise _unreadable(path, error) from error
     return row[0] if row else None
+
+
+def _unreadable(path: Path, error: sqlite3.DatabaseError) -> ConcurError:
+    return ConcurError(f"annotation cache {path} is unreadable ({error}); delete it and the texts are tagged again")
 
 
 def _file_stem(name: str) -> str:
@@ -115,7 +119,7 @@ class AnnotationCache:
                 if connection.execute("SELECT COUNT(*) FROM pipeline").fetchone() == (0,):
                     connection.execute("INSERT INTO pipeline (name) VALUES (?)", (name,))
         except sqlite3.DatabaseError as error:
-            raise ConcurError(f"annotation cache {self.path} is unreadable ({error}); delete it and the texts are tagged again") from error
+            raise _unreadable(self.path, error) from error
 
     def _connect(self) -> sqlite3.Connection:
         return sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S)

@@ -85,7 +85,11 @@ class Tagger:
                 first_of_missing.setdefault(key, index)
         if first_of_missing:
             missing = list(first_of_missing.values())
-            tagged = self._tag([sequences[index] for index in missing], batch_size)
+            try:
+                tagged = self._tag([sequences[index] for index in missing], batch_size)
+            except ModelUnavailableError as error:  # spaCy or the pipeline is not here
+                lacking = f"the annotation cache {self._cache.path} lacks {len(missing):,} of the texts"
+                raise ModelUnavailableError(f"{lacking}: {error}") from error
             new = {keys[index]: (a.pos, a.ner, a.lemma) for index, a in zip(missing, tagged)}
             self._cache.store(new)
             found.update(new)
@@ -93,13 +97,7 @@ class Tagger:
 
     def _tag(self, sequences: Sequences, batch_size: int) -> list[Annotation]:
         if self._nlp is None:
-            try:
-                self._nlp = _load_pipeline(self._pipeline, self._approach_id)
-            except ModelUnavailableError as error:
-                if self._cache is None:  # never: without a cache the pipeline was loaded up front
-                    raise
-                lacking = f"the annotation cache {self._cache.path} lacks {len(sequences):,} of the texts"
-                raise ModelUnavailableError(f"{lacking}: {error}") from error
+            self._nlp = _load_pipeline(self._pipeline, self._approach_id)
         from spacy.tokens import Doc
 
         docs = (Doc(self._nlp.vocab, words=list(words), spaces=list(spaces)) for words, spaces in sequences)
