@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from concur.approaches.reader.annotation_cache import AnnotationCache
+from concur.approaches.reader.annotation_cache import AnnotationCache, sequence_key
 from concur.approaches.reader.linguistic import Annotation, Tagger, load_tagger
 from concur.approaches.reader.tokenize import tokenize
 from concur.errors import ConcurError, ModelUnavailableError
@@ -183,6 +183,36 @@ def test_caches_of_several_versions_of_a_missing_pipeline_are_ambiguous(tmp_path
         load_tagger("en_babi_rules", "drqa", tmp_path / "cache")
     message = str(caught.value)
     assert "'en_babi_rules 1.0.0'" in message and "'en_babi_rules 2.0.0'" in message and "install the pipeline" in message
+    assert "pin one in the approach spec's [model] spacy_pipeline (e.g. 'en_babi_rules==2.0.0')" in message
+
+
+def test_a_pinned_version_chooses_among_cached_versions(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "spacy", None)  # a GPU node: caches, no spaCy, no pipeline
+    sequence = (["Where", "is", "Mary", "?"], [T, T, F, F])
+    for version, lemma in (("1.0.0", "mary"), ("2.0.0", "Mary")):
+        cache = AnnotationCache(tmp_path / "cache", f"en_babi_rules {version}")
+        cache.store({sequence_key(*sequence): (("WRB", "VBZ", "NNP", "."), ("", "", "PERSON", ""), ("where", "be", lemma, "?"))})
+    for version, lemma in (("1.0.0", "mary"), ("2.0.0", "Mary")):
+        tagger = load_tagger(f"en_babi_rules=={version}", "drqa", tmp_path / "cache")
+        assert tagger.name == f"en_babi_rules {version}"
+        assert tagger.annotate([sequence])[0].lemma == ("where", "be", lemma, "?")
+    # a version with no cache, on a machine without spaCy: the error names the extra
+    with pytest.raises(ModelUnavailableError, match=r"concur\[features\]"):
+        load_tagger("en_babi_rules==3.0.0", "drqa", tmp_path / "cache")
+
+
+def test_a_pin_the_installed_pipeline_does_not_match_is_refused(tmp_path):
+    pipeline = str(build_babi_pipeline(tmp_path / "babi_rules"))
+    assert load_tagger(f"{pipeline}==1.0.0", "drqa", tmp_path / "cache").name == "en_babi_rules 1.0.0"
+    with pytest.raises(ModelUnavailableError) as caught:
+        load_tagger(f"{pipeline}==2.0.0", "drqa", tmp_path / "cache")
+    assert str(caught.value) == (
+        f"approach 'drqa': spacy_pipeline pins {pipeline!r} to version 2.0.0, but this machine has 'en_babi_rules 1.0.0'; "
+        "install version 2.0.0, or pin '1.0.0' (features, and so results, depend on the version)"
+    )
+    for malformed in ("==1.0.0", "en_babi_rules=="):
+        with pytest.raises(ConcurError, match="a pinned pipeline reads 'en_core_web_sm==2.2.5'"):
+            load_tagger(malformed, "drqa", tmp_path / "cache")
 
 
 def test_no_matching_cache_leaves_the_missing_pipeline_error(tmp_path):

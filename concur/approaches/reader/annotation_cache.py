@@ -29,6 +29,8 @@ Row = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]  # pos, ner, lemm
 # SQLite's default limit on the parameters of one statement is 999 (before 3.32).
 _KEYS_PER_QUERY = 900
 _BUSY_TIMEOUT_S = 60.0
+# `package==version` pins a pipeline's version, as pip does.
+PIN = "=="
 
 
 def pipeline_meta(pipeline: str) -> dict[str, Any] | None:
@@ -53,24 +55,35 @@ def pipeline_name(meta: dict[str, Any]) -> str:
     return f"{meta['lang']}_{meta['name']} {meta['version']}"
 
 
-def cached_pipeline_name(cache_dir: Path, pipeline: str) -> str | None:
+def split_pin(pipeline: str) -> tuple[str, str | None]:
+    """`en_core_web_sm==2.2.5` -> (`en_core_web_sm`, `2.2.5`): a spec may pin the pipeline's version; unpinned -> None."""
+    package, pin, version = pipeline.partition(PIN)
+    if pin and not (package and version):
+        raise ConcurError(f"spaCy pipeline {pipeline!r}: a pinned pipeline reads 'en_core_web_sm{PIN}2.2.5'")
+    return package, version or None
+
+
+def cached_pipeline_name(cache_dir: Path, pipeline: str, version: str | None = None) -> str | None:
     """The recorded name of the one annotation cache that pipeline `pipeline` made, for a machine lacking the pipeline.
 
     `pipeline` is a package name or directory (`en_core_web_sm`, `.../site-packages/en_core_web_sm`)
-    whose last part names the pipeline as its meta.json does; None when no cache matches. Caches
-    of several versions are ambiguous: only the pipeline's own meta.json could say which applies.
+    whose last part names the pipeline as its meta.json does; `version`, when given, is the only
+    version that matches. None when no cache matches. Caches of several versions are ambiguous
+    without `version`: only the pipeline's own meta.json could say which applies.
     """
     key = Path(pipeline).name
     matches = {}
     for path in sorted((cache_dir / "annotations").glob(f"{_file_stem(key)}-*.sqlite")):
         name = _recorded_name(path)
-        if name is not None and name.split(" ", 1)[0] == key:
+        if name is not None and name.split(" ", 1)[0] == key and version in (None, name.rsplit(" ", 1)[-1]):
             matches[name] = path
     if len(matches) > 1:
         listed = ", ".join(f"{name!r} ({path})" for name, path in matches.items())
+        pinned = f"{key}{PIN}{next(reversed(matches)).rsplit(' ', 1)[-1]}"
         raise ConcurError(
             f"spaCy pipeline {pipeline!r} is not installed here and its annotation cache exists for several versions: "
-            f"{listed}; install the pipeline (its meta.json says which version applies) or remove the other caches"
+            f"{listed}; pin one in the approach spec's [model] spacy_pipeline (e.g. {pinned!r}), install the pipeline "
+            "(its meta.json says which version applies) or remove the other caches"
         )
     return next(iter(matches), None)
 

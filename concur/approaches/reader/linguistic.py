@@ -27,6 +27,7 @@ from concur.approaches.reader.annotation_cache import (
     pipeline_meta,
     pipeline_name,
     sequence_key,
+    split_pin,
 )
 from concur.errors import ConcurError, ModelUnavailableError
 from concur.progress import task_progress
@@ -51,21 +52,28 @@ class Tagger:
     """A spaCy pipeline that annotates token sequences without re-tokenising them, optionally through a disk cache."""
 
     def __init__(self, pipeline: str, approach_id: str = "", cache_dir: Path | None = None) -> None:
-        """`pipeline`: an installed package name (`en_core_web_sm`) or a directory saved with `nlp.to_disk`.
+        """`pipeline`: an installed package name (`en_core_web_sm`) or a directory saved with `nlp.to_disk`,
+        optionally pinned to a version (`en_core_web_sm==2.2.5`).
 
         With `cache_dir`, annotations are looked up in (and added to) the pipeline's annotation
         cache there, and spaCy is loaded only for texts the cache lacks.
         """
-        self._pipeline, self._approach_id = pipeline, approach_id
-        meta = pipeline_meta(pipeline)
+        package, pinned = split_pin(pipeline)
+        self._pipeline, self._approach_id = package, approach_id
+        meta = pipeline_meta(package)
         self._nlp: Any = None
-        if meta is not None:
-            name = pipeline_name(meta)
-        elif cache_dir is not None and (cached := cached_pipeline_name(cache_dir, pipeline)) is not None:
+        if meta is None and cache_dir is not None and (cached := cached_pipeline_name(cache_dir, package, pinned)) is not None:
             name = cached  # the pipeline is not on this machine, its annotations are
         else:
-            self._nlp = _load_pipeline(pipeline, approach_id)
-            name = pipeline_name(self._nlp.meta)
+            if meta is None:
+                self._nlp = _load_pipeline(package, approach_id)
+                meta = self._nlp.meta
+            name = pipeline_name(meta)
+            if pinned not in (None, meta["version"]):
+                raise ModelUnavailableError(
+                    f"approach {approach_id!r}: spacy_pipeline pins {package!r} to version {pinned}, but this machine has "
+                    f"{name!r}; install version {pinned}, or pin {meta['version']!r} (features, and so results, depend on the version)"
+                )
         self.name = name  # recorded with results: features depend on the pipeline and its version
         self.tagged = 0  # sequences spaCy has annotated (the others came from the cache)
         self._cache = AnnotationCache(cache_dir, self.name) if cache_dir is not None else None
