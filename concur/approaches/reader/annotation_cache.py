@@ -75,17 +75,22 @@ def cached_pipeline_name(cache_dir: Path, pipeline: str, version: str | None = N
     matches = {}
     for path in sorted((cache_dir / "annotations").glob(f"{_file_stem(key)}-*.sqlite")):
         name = _recorded_name(path)
-        if name is not None and name.split(" ", 1)[0] == key and version in (None, name.rsplit(" ", 1)[-1]):
+        if name is not None and name.partition(" ")[0] == key and version in (None, _version_of(name)):
             matches[name] = path
     if len(matches) > 1:
         listed = ", ".join(f"{name!r} ({path})" for name, path in matches.items())
-        pinned = f"{key}{PIN}{next(reversed(matches)).rsplit(' ', 1)[-1]}"
+        pinned = f"{key}{PIN}{_version_of(next(reversed(matches)))}"
         raise ConcurError(
             f"spaCy pipeline {pipeline!r} is not installed here and its annotation cache exists for several versions: "
             f"{listed}; pin one in the approach spec's [model] spacy_pipeline (e.g. {pinned!r}), install the pipeline "
             "(its meta.json says which version applies) or remove the other caches"
         )
     return next(iter(matches), None)
+
+
+def _version_of(name: str) -> str:
+    """`2.2.5` of the recorded name `en_core_web_sm 2.2.5`."""
+    return name.rpartition(" ")[2]
 
 
 def _recorded_name(path: Path) -> str | None:
