@@ -65,6 +65,52 @@ def test_data_stats_command_on_real_babi(tmp_path):
     assert unknown.returncode == 2 and "unknown benchmark 'babi-01'" in unknown.stderr
 
 
+def test_stats_of_a_test_only_set_read_only_its_own_source_and_write_nothing(tmp_path):
+    real = shared_file("squadshifts/new_wiki_v1.0.json.gz")  # the locator accepts a gzipped copy
+    sources = tmp_path / "sources"  # holds the shift set only: SQuAD train, the benchmark's train source, is absent
+    (sources / "squadshifts").mkdir(parents=True)
+    (sources / "squadshifts" / real.name).symlink_to(real)
+    runs = tmp_path / "runs"
+    result = concur(
+        "--runs-dir",
+        str(runs),
+        "data",
+        "stats",
+        "squadshifts-new-wiki",
+        "--split",
+        "test",
+        "--format",
+        "json",
+        "--source-dir",
+        str(sources),
+    )
+    assert result.returncode == 0, result.stderr
+    stats = json.loads(result.stdout)["squadshifts-new-wiki"]
+    assert list(stats) == ["test"]
+    assert stats["test"]["questions"] == 7938 and stats["test"]["passages"] == 1581  # Miller et al. 2020's new-wiki
+    assert stats["test"]["answer_in_passage"] == 1.0
+    assert not (runs / "data" / "squadshifts-new-wiki").exists()  # inspected, not prepared: no half benchmark on disk
+    shown = concur(
+        "--runs-dir",
+        str(runs),
+        "data",
+        "show",
+        "squadshifts-new-wiki",
+        "--split",
+        "test",
+        "-n",
+        "1",
+        "--format",
+        "json",
+        "--source-dir",
+        str(sources),
+    )
+    (example,) = json.loads(shown.stdout)
+    assert example["passage"][example["span"][0] : example["span"][1] + 1] == example["span_text"]
+    bad = concur("--runs-dir", str(runs), "data", "stats", "squadshifts-new-wiki", "--split", "dev", "--source-dir", str(sources))
+    assert bad.returncode != 0 and "no split 'dev'; choose one of train, test" in bad.stderr
+
+
 def test_sampled_examples_are_seeded_in_split_order_and_show_their_span():
     from concur.data.examples import sample_examples
 

@@ -10,7 +10,7 @@ from rich.markup import escape
 from concur.cli.common import SOURCE_DIR_OPTION, Format, err, out, print_json, print_table, settings
 from concur.cli.kg_cmd import build_kg_command
 from concur.data.examples import sample_examples
-from concur.data.prepare import SPLITS, prepare
+from concur.data.prepare import SPLITS, load_split, prepare
 from concur.data.stats import split_stats
 from concur.errors import ConcurError
 
@@ -57,20 +57,21 @@ def prepare_command(
 @app.command("stats")
 def stats_command(
     ctx: typer.Context,
-    benchmarks: list[str] = typer.Argument(..., help="Benchmark ids; each is prepared first if it is not yet."),
+    benchmarks: list[str] = typer.Argument(..., help="Benchmark ids; each is prepared first if it is not yet (see --split)."),
+    splits: list[str] | None = typer.Option(
+        None, "--split", help="Only this split (repeatable); '--split test' reads a test-only set without its training source."
+    ),
     source_dir: list[Path] | None = SOURCE_DIR_OPTION,
     output: Format = typer.Option(Format.table, "--format", help="table or json"),
 ) -> None:
     """Table 2 of the reference study: sizes, average lengths in tokens, answers found in the passage."""
+    chosen = [_checked_split(split) for split in dict.fromkeys(splits)] if splits else list(SPLITS)
     state = settings(ctx)
     registry = state.registry()
     specs = [registry.benchmark(bench_id) for bench_id in benchmarks]
     locator = state.locator(source_dir)
     data_dir = state.workspace().data_dir
-    results = {}
-    for spec in specs:
-        bench, _ = prepare(spec, locator, data_dir)
-        results[spec.id] = {split: split_stats(bench.load(split)).as_dict() for split in SPLITS}
+    results = {spec.id: {split: split_stats(load_split(spec, locator, data_dir, split)).as_dict() for split in chosen} for spec in specs}
     if output is Format.json:
         print_json(results)
         return
@@ -103,12 +104,10 @@ def show_command(
     output: Format = typer.Option(Format.table, "--format", help="table or json"),
 ) -> None:
     """Show a seeded sample of a benchmark's questions with their passages and answer spans."""
-    if split not in SPLITS:
-        raise ConcurError(f"no split {split!r}; choose one of {', '.join(SPLITS)}")
+    split = _checked_split(split)
     state = settings(ctx)
     spec = state.registry().benchmark(benchmark)
-    bench, _ = prepare(spec, state.locator(source_dir), state.workspace().data_dir)
-    examples = sample_examples(bench.load(split), count, seed)
+    examples = sample_examples(load_split(spec, state.locator(source_dir), state.workspace().data_dir, split), count, seed)
     if output is Format.json:
         print_json([{**vars(example), "span_text": example.span_text} for example in examples])
         return
@@ -123,7 +122,7 @@ def show_command(
 @app.command("annotate")
 def annotate_command(
     ctx: typer.Context,
-    benchmarks: list[str] = typer.Argument(..., help="Benchmark ids; each is prepared first if it is not yet."),
+    benchmarks: list[str] = typer.Argument(..., help="Benchmark ids; each is prepared first if it is not yet (see --split)."),
     approaches: list[str] | None = typer.Option(
         None, "--approach", "-a", help="With-features approaches to tag for (default: every registered one)."
     ),
@@ -160,3 +159,9 @@ def _dropped_summary(splits: dict) -> str:
         dropped = ", ".join(f"{count:,} {reason}" for reason, count in entry["dropped"].items()) or "none dropped"
         parts.append(f"{name}: {entry['questions']:,} kept; {dropped}")
     return "\n".join(parts)
+
+
+def _checked_split(split: str) -> str:
+    if split not in SPLITS:
+        raise ConcurError(f"no split {split!r}; choose one of {', '.join(SPLITS)}")
+    return split

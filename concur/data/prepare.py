@@ -79,37 +79,67 @@ def prepare(spec: BenchmarkSpec, locator: SourceLocator, data_dir: Path, *, forc
     return PreparedBenchmark(data_dir / spec.id, manifest), True
 
 
+def load_split(spec: BenchmarkSpec, locator: SourceLocator, data_dir: Path, split: str) -> Split:
+    """One split of a benchmark, for looking at it (`concur data stats`, `concur data show`).
+
+    A prepared benchmark is read from disk, and a generated or carved one is prepared whole
+    (its splits are made together). When each split has its own source, only that split's
+    source is read and nothing is written: a test-only set such as SQuADShifts, whose
+    training source is the full SQuAD train, can be inspected without that training file.
+    """
+    if (existing := prepared(data_dir, spec)) is not None:
+        return existing.load(split)
+    if spec.generator is not None or spec.carve is not None:
+        bench, _ = prepare(spec, locator, data_dir)
+        return bench.load(split)
+    plan = getattr(spec, split)
+    located = {name: locator.locate(spec.sources[name]) for name in _with_companions(spec, [plan.source])}
+    data = _transformed(_read(located, plan.source, split), plan)
+    _check_split(spec, split, data, located)
+    return data
+
+
 def _needed_sources(spec: BenchmarkSpec) -> list[str]:
     """The sources a benchmark reads: its generator's inputs, or its splits' sources and their companions."""
     if spec.generator is not None:
         return list(dict.fromkeys(spec.generator.inputs))
     names = [spec.carve.source] if spec.carve else list(dict.fromkeys(plan.source for plan in (spec.train, spec.test)))
+    return _with_companions(spec, names)
+
+
+def _with_companions(spec: BenchmarkSpec, names: list[str]) -> list[str]:
     return names + [companion for name in names for companion in spec.sources[name].companions if companion not in names]
 
 
-def _build_splits(spec: BenchmarkSpec, located: dict[str, LocatedSource]) -> dict[str, Split]:
-    def read(name: str, split_name: str) -> Split:
-        source = located[name].source
-        companions = {companion: located[companion].path for companion in source.companions}
-        return read_source(source.reader, located[name].path, split_name, source.options, companions)
+def _read(located: dict[str, LocatedSource], name: str, split_name: str) -> Split:
+    source = located[name].source
+    companions = {companion: located[companion].path for companion in source.companions}
+    return read_source(source.reader, located[name].path, split_name, source.options, companions)
 
+
+def _build_splits(spec: BenchmarkSpec, located: dict[str, LocatedSource]) -> dict[str, Split]:
     if spec.generator is not None:
         generated = run_generator(spec.generator.name, spec.generator.seed, spec.generator.options, {n: s.path for n, s in located.items()})
         raw = dict(zip(SPLITS, generated))
     elif spec.carve is not None:
-        whole = read(spec.carve.source, "all")
+        whole = _read(located, spec.carve.source, "all")
         raw = dict(zip(SPLITS, carve(whole, by=spec.carve.by, test_fraction=spec.carve.test_fraction, seed=spec.carve.seed)))
     else:
-        raw = {split: read(plan.source, split) for split, plan in zip(SPLITS, (spec.train, spec.test))}
+        raw = {split: _read(located, plan.source, split) for split, plan in zip(SPLITS, (spec.train, spec.test))}
     splits = {split: _transformed(raw[split], plan) for split, plan in zip(SPLITS, (spec.train, spec.test))}
     for split, data in splits.items():
-        if data.n_questions == 0:
-            if spec.generator is not None:
-                raise ConcurError(f"benchmark {spec.id!r}: generator {spec.generator.name!r} made no {split} questions; check its options")
-            source = located[spec.carve.source if spec.carve else getattr(spec, split).source]
-            raise DataFormatError(source.path, f"benchmark {spec.id!r}: the {split} split has no usable questions")
-        _check_unique_qids(spec, split, data)
+        _check_split(spec, split, data, located)
     return splits
+
+
+def _check_split(spec: BenchmarkSpec, split: str, data: Split, located: dict[str, LocatedSource]) -> None:
+    """A split must have questions, each with its own id."""
+    if data.n_questions == 0:
+        if spec.generator is not None:
+            raise ConcurError(f"benchmark {spec.id!r}: generator {spec.generator.name!r} made no {split} questions; check its options")
+        source = located[spec.carve.source if spec.carve else getattr(spec, split).source]
+        raise DataFormatError(source.path, f"benchmark {spec.id!r}: the {split} split has no usable questions")
+    _check_unique_qids(spec, split, data)
 
 
 def _transformed(split: Split, plan: SplitPlan) -> Split:
