@@ -122,7 +122,7 @@ def show_command(
 @app.command("annotate")
 def annotate_command(
     ctx: typer.Context,
-    benchmarks: list[str] = typer.Argument(..., help="Benchmark ids; each is prepared first if it is not yet (see --split)."),
+    benchmarks: list[str] = typer.Argument(..., help="Benchmark ids; each is prepared first if it is not yet."),
     approaches: list[str] | None = typer.Option(
         None, "--approach", "-a", help="With-features approaches to tag for (default: every registered one)."
     ),
