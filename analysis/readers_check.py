@@ -2,7 +2,7 @@
 
 Run: `python analysis/readers_check.py --bench babi-1` (the paper reports 100 EM for all ten
 readers on bAbI task 1), or `--bench squad-dev-carved` (real SQuAD questions: 80% of the
-MRQA SQuAD dev passages for training, 20% for testing; registered in checks/benchmarks/).
+MRQA SQuAD dev passages for training, 20% for testing; a built-in benchmark).
 `--set epochs=30` overrides a hyperparameter of every approach that has it, and
 `--set bidaf:optimizer='"adam"'` of one approach (values are JSON; they are printed with
 the results); `--vector-std 0.35` sets every reader's `[model] offline_vector_std` (the

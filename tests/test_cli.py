@@ -68,7 +68,7 @@ def test_score_fixture_exact_values_and_bad_predictions(tmp_path):
 def test_listing_json():
     benches = json.loads(concur("benches", "--format", "json").stdout)
     by_id = {record["id"]: record for record in benches}
-    assert len(benches) == 57
+    assert len(benches) == 62
     assert by_id["qamr"]["source"]["sentences"]["url"] == "https://raw.githubusercontent.com/uwnlp/qamr/master/data/wiki-sentences.tsv"
     assert by_id["squad"]["family"] == "human" and by_id["squad"]["status"] == "ready"
     assert by_id["squad"]["source"]["train"]["url"] == "https://rajpurkar.github.io/SQuAD-explorer/dataset/train-v1.1.json"

@@ -41,37 +41,6 @@ def test_prepare_real_babi_once(tmp_path):
     assert sorted(path.name for path in data_dir.iterdir()) == ["babi-1"]
 
 
-def test_carve_real_mrqa_dev_by_context(tmp_path):
-    shared_file("mrqa/dev/SQuAD.jsonl.gz")
-    spec = user_benchmark(
-        tmp_path,
-        "squad-dev-carved",
-        """
-        id = "squad-dev-carved"
-        family = "human"
-        [sources.dev]
-        reader = "mrqa"
-        path = "mrqa/dev/SQuAD.jsonl.gz"
-        md5 = "05f3f16c5c31ba8e46ff5fa80647ac46"
-        url = "https://s3.us-east-2.amazonaws.com/mrqa/release/v2/dev/SQuAD.jsonl.gz"
-        [carve]
-        source = "dev"
-        by = "context"
-        test_fraction = 0.2
-        seed = 0
-    """,
-    )
-    first, _ = prepare(spec, _locator(tmp_path, SHARED_DATA), tmp_path / "a")
-    splits = first.manifest["splits"]
-    assert splits["test"]["contexts"] == round(0.2 * 2067)
-    assert splits["train"]["contexts"] + splits["test"]["contexts"] == 2067
-    assert splits["train"]["questions"] + splits["test"]["questions"] == 10_507
-    train_qids = {q.qid for _, q in first.load("train").questions()}
-    assert not train_qids & {q.qid for _, q in first.load("test").questions()}
-    second, _ = prepare(spec, _locator(tmp_path, SHARED_DATA), tmp_path / "b")
-    assert second.data_hash == first.data_hash
-
-
 def _squad_fixture_root(tmp_path):
     root = tmp_path / "root" / "mini"
     root.mkdir(parents=True)

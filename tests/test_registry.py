@@ -70,13 +70,14 @@ MRQA = {f"mrqa-{name}" for name in ("squad", "newsqa", "triviaqa", "searchqa", "
 CLOZE = {"cbt-cn", "cbt-ne", "lambada", "cnn-100k", "record"}
 QAMR = {"qamr", "qamr-devtest"}
 SQUADSHIFTS = {f"squadshifts-{name}" for name in ("new-wiki", "nyt", "reddit", "amazon")}
+CARVED = {"squad-dev-carved"} | {f"squadshifts-{name}-carved" for name in ("new-wiki", "nyt", "reddit", "amazon")}
 GENERATED = {f"fuzzy-{name}" for name in ("uniform", "3gram", "pcfg", "gpt2", "wikipedia")} | {"wikidata-synthetic"}
 
 
 def test_builtin_benchmarks():
     registry = default_registry()
     babi = {f"babi-{t}" for t in BABI_TASKS} | {f"babi-{t}-10k" for t in BABI_TASKS}
-    expected = SQUAD | babi | MRQA | CLOZE | QAMR | SQUADSHIFTS | GENERATED
+    expected = SQUAD | babi | MRQA | CLOZE | QAMR | SQUADSHIFTS | CARVED | GENERATED
     assert {spec.id for spec in registry.benchmarks()} == expected
     assert {spec.id for spec in registry.benchmarks() if spec.family == "cloze"} == CLOZE
     assert {spec.id for spec in registry.benchmarks() if spec.generator is not None} == GENERATED

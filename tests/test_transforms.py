@@ -54,6 +54,16 @@ def test_carve_partitions_without_overlap(by):
     assert _qids(again[1]) == _qids(test)
 
 
+def test_carve_by_context_keeps_a_repeated_passage_text_on_one_side():
+    whole = _split()
+    whole.passages[7].context = whole.passages[2].context  # the source repeats a passage (SQuADShifts Reddit does)
+    for seed in range(20):
+        train, test = carve(whole, by="context", test_fraction=0.3, seed=seed)
+        assert not {p.context for p in train.passages} & {p.context for p in test.passages}
+        assert len({p.context for p in test.passages}) == 3  # round(0.3 * 9 distinct texts)
+        assert train.n_questions + test.n_questions == 30
+
+
 def test_carve_errors():
     with pytest.raises(ConcurError, match="carve by 'paragraph'"):
         carve(_split(), by="paragraph", test_fraction=0.2, seed=0)

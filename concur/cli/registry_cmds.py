@@ -8,7 +8,7 @@ from typing import Any
 import typer
 
 from concur.cli.common import SOURCE_DIR_OPTION, Format, print_json, print_table, settings
-from concur.data.prepare import prepared
+from concur.data.prepare import offline_availability, prepared
 from concur.data.sources import SourceLocator
 from concur.errors import UnknownNameError
 from concur.registry.specs import APPROACH_FAMILIES, BENCHMARK_FAMILIES, BenchmarkSpec
@@ -20,7 +20,7 @@ def benches(
     output: Format = typer.Option(Format.table, "--format", help="table or json"),
     source_dir: list[Path] | None = SOURCE_DIR_OPTION,
 ) -> None:
-    """List the registered benchmarks, their families, and where their data would come from."""
+    """List the registered benchmarks, their families, where their data would come from, and whether it is here offline."""
     state = settings(ctx)
     if family is not None and family not in BENCHMARK_FAMILIES:
         raise UnknownNameError("benchmark family", family, BENCHMARK_FAMILIES)
@@ -33,8 +33,8 @@ def benches(
     if output is Format.json:
         print_json(records)
         return
-    rows = [[r["id"], r["family"], r["status"], r["data"], _origin(r)] for r in records]
-    print_table(f"{len(records)} benchmarks", ["id", "family", "status", "data", "source files"], rows)
+    rows = [[r["id"], r["family"], r["status"], r["data"], r["offline"], _origin(r)] for r in records]
+    print_table(f"{len(records)} benchmarks", ["id", "family", "status", "data", "offline", "source files"], rows)
 
 
 def _origin(record: dict[str, Any]) -> str:
@@ -64,6 +64,7 @@ def _bench_record(spec: BenchmarkSpec, locator: SourceLocator, data_dir: Path) -
         "family": spec.family,
         "status": "ready",
         "data": data,
+        "offline": offline_availability(spec, locator, data_dir),
         "source": {
             name: {"reader": source.reader, "path": source.path, "md5": source.md5, "url": source.origin, "available": places[name]}
             for name, source in spec.sources.items()

@@ -74,6 +74,11 @@ class Split:
     def n_passages(self) -> int:
         return len(self.passages)
 
+    @property
+    def n_articles(self) -> int:
+        """Distinct source documents the passages come from (0 where the format names none, as MRQA)."""
+        return len({passage.article for passage in self.passages if passage.article is not None})
+
     def questions(self) -> Iterator[tuple[Passage, Question]]:
         """Every question with the passage it is asked about."""
         for passage in self.passages:

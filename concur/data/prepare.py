@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,12 +25,13 @@ from concur.data.mrqa import read_mrqa, write_mrqa
 from concur.data.readers import read_source
 from concur.data.sources import LocatedSource, SourceLocator
 from concur.data.transforms import carve, downsample
-from concur.errors import ConcurError, DataFormatError
+from concur.errors import ConcurError, DataFormatError, SpecError
 from concur.fsutil import atomic_write_json, md5_file, publish_directory, read_json
-from concur.registry.specs import BenchmarkSpec, SplitPlan
+from concur.registry.specs import BenchmarkSpec, SourceFile, SplitPlan, SplitSizes
 
 SPLITS = ("train", "test")
 MANIFEST = "manifest.json"
+OFFLINE_ORIGINS = ("local", "cache")  # `SourceLocator.availability` values that need no download
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ def prepare(spec: BenchmarkSpec, locator: SourceLocator, data_dir: Path, *, forc
     """Materialise `spec` unless it already is; returns the data and whether work was done."""
     if not force and (existing := prepared(data_dir, spec)) is not None:
         return existing, False
-    located = {name: locator.locate(spec.sources[name]) for name in _needed_sources(spec)}
+    located = {name: locator.locate(spec.sources[name]) for name in needed_sources(spec)}
     splits = _build_splits(spec, located)
     staging = data_dir / f".staging-{spec.id}-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
@@ -99,7 +100,7 @@ def load_split(spec: BenchmarkSpec, locator: SourceLocator, data_dir: Path, spli
     return data
 
 
-def _needed_sources(spec: BenchmarkSpec) -> list[str]:
+def needed_sources(spec: BenchmarkSpec) -> list[str]:
     """The sources a benchmark reads: its generator's inputs, or its splits' sources and their companions."""
     if spec.generator is not None:
         return list(dict.fromkeys(spec.generator.inputs))
@@ -122,14 +123,73 @@ def _build_splits(spec: BenchmarkSpec, located: dict[str, LocatedSource]) -> dic
         generated = run_generator(spec.generator.name, spec.generator.seed, spec.generator.options, {n: s.path for n, s in located.items()})
         raw = dict(zip(SPLITS, generated))
     elif spec.carve is not None:
-        whole = _read(located, spec.carve.source, "all")
-        raw = dict(zip(SPLITS, carve(whole, by=spec.carve.by, test_fraction=spec.carve.test_fraction, seed=spec.carve.seed)))
+        raw = dict(zip(SPLITS, _carved(spec, _read(located, spec.carve.source, "all"), located[spec.carve.source].path)))
     else:
         raw = {split: _read(located, plan.source, split) for split, plan in zip(SPLITS, (spec.train, spec.test))}
     splits = {split: _transformed(raw[split], plan) for split, plan in zip(SPLITS, (spec.train, spec.test))}
     for split, data in splits.items():
         _check_split(spec, split, data, located)
     return splits
+
+
+def _carved(spec: BenchmarkSpec, whole: Split, path: Path) -> tuple[Split, Split]:
+    """The carve's train and test splits, checked against the sizes the spec records.
+
+    Recorded sizes pin the carve: a different source file, seed or carving rule gives
+    different splits, which must not pass silently under the same benchmark id.
+    """
+    plan = spec.carve
+    try:
+        splits = carve(whole, by=plan.by, test_fraction=plan.test_fraction, seed=plan.seed)
+    except ConcurError as exc:
+        raise SpecError(spec.file, "carve", f"{exc} (source {path})") from None
+    for split, data in zip(SPLITS, splits):
+        recorded = plan.sizes.get(split)
+        if recorded is None:
+            continue
+        measured = carved_sizes(data, plan.by)
+        for key in (size.name for size in fields(SplitSizes)):
+            expected, actual = getattr(recorded, key), getattr(measured, key)
+            if expected != actual:
+                raise SpecError(
+                    spec.file,
+                    f"carve.sizes.{split}.{key}",
+                    f"records {expected:,}, but carving {path} made {actual:,}; the source or the carve differs from the one "
+                    "measured (if the carve was changed on purpose, record the new sizes)",
+                )
+    return splits
+
+
+def carved_sizes(split: Split, by: str) -> SplitSizes:
+    """A carved split's sizes as a spec records them: questions, passages, and articles when carved by article."""
+    return SplitSizes(split.n_questions, split.n_passages, split.n_articles if by == "article" else None)
+
+
+def offline_availability(spec: BenchmarkSpec, locator: SourceLocator, data_dir: Path) -> str:
+    """Whether the benchmark can be prepared without a network: for choosing what to run on an offline machine.
+
+    `prepared` (its data is materialised from this spec), `missing: <path>` (the first
+    needed source file that is neither under a data root nor in the cache), `generated` (a
+    generator whose inputs, if any, are all at hand) or `sources found`.
+    """
+    if prepared(data_dir, spec) is not None:
+        return "prepared"
+    missing = offline_missing(spec, locator, data_dir)
+    if missing:
+        return f"missing: {missing[0].path}"
+    return "generated" if spec.generator is not None else "sources found"
+
+
+def offline_missing(spec: BenchmarkSpec, locator: SourceLocator, data_dir: Path) -> list[SourceFile]:
+    """The source files preparing the benchmark still needs that are neither under a data root nor in the cache.
+
+    Empty once the benchmark is prepared (its sources are no longer read), so a run can be
+    checked before it starts: each file listed would have to be downloaded.
+    """
+    if prepared(data_dir, spec) is not None:
+        return []
+    sources = [spec.sources[name] for name in needed_sources(spec)]
+    return [source for source in sources if locator.availability(source) not in OFFLINE_ORIGINS]
 
 
 def _check_split(spec: BenchmarkSpec, split: str, data: Split, located: dict[str, LocatedSource]) -> None:

@@ -41,10 +41,12 @@ def downsample(split: Split, questions: int, seed: int) -> Split:
 def carve(split: Split, *, by: str, test_fraction: float, seed: int) -> tuple[Split, Split]:
     """Split one source into train and test with no passage (or article) in both.
 
-    `by = "context"` assigns each passage independently; `by = "article"` keeps all passages
-    of one source document (a SQuAD article, a bAbI story) on the same side, so that test
-    questions are never about a document seen in training. Units are shuffled with `seed`
-    and the first `round(test_fraction * units)` go to test.
+    `by = "context"` assigns each distinct passage text to one side (a text the source
+    repeats, as SQuADShifts Reddit does twice, is one unit, so no passage is in both
+    splits); `by = "article"` keeps all passages of one source document (a SQuAD article, a
+    bAbI story) on the same side, so that test questions are never about a document seen in
+    training. Units, in order of first appearance, are shuffled with `seed` and the first
+    `round(test_fraction * units)` go to test.
     """
     if by not in CARVE_UNITS:
         raise ConcurError(f"carve by {by!r} is not supported; use one of {', '.join(CARVE_UNITS)}")
@@ -57,20 +59,21 @@ def carve(split: Split, *, by: str, test_fraction: float, seed: int) -> tuple[Sp
                 f"cannot carve {split.dataset} by article: {missing} passages have no article id "
                 "(this format has none); carve by 'context' instead"
             )
-        units = list(dict.fromkeys(passage.article for passage in split.passages))
-    else:
-        units = list(range(len(split.passages)))
-    order = list(units)
+    order = list(dict.fromkeys(_unit(passage, by) for passage in split.passages))
     random.Random(seed).shuffle(order)
     n_test = round(test_fraction * len(order))
     if n_test == 0 or n_test == len(order):
         raise ConcurError(f"carving {len(order)} {by}s with test_fraction {test_fraction} leaves one side empty")
     test_units = set(order[:n_test])
     train, test = [], []
-    for index, passage in enumerate(split.passages):
-        unit = passage.article if by == "article" else index
-        (test if unit in test_units else train).append(passage)
+    for passage in split.passages:
+        (test if _unit(passage, by) in test_units else train).append(passage)
     return (
         Split(split.dataset, "train", train, Counter(split.dropped)),
         Split(split.dataset, "test", test, Counter()),
     )
+
+
+def _unit(passage: Passage, by: str) -> str | None:
+    """What a carve keeps on one side: the passage's article, or its text."""
+    return passage.article if by == "article" else passage.context

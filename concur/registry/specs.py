@@ -73,6 +73,15 @@ class SplitPlan:
 
 
 @dataclass(frozen=True)
+class SplitSizes:
+    """How large one carved split is: recorded in the spec from the real data, checked on every prepare."""
+
+    questions: int
+    contexts: int
+    articles: int | None = None  # recorded for a carve by article
+
+
+@dataclass(frozen=True)
 class Carve:
     """Make train and test from one source (e.g. an evaluation-only set)."""
 
@@ -80,6 +89,7 @@ class Carve:
     by: str
     test_fraction: float
     seed: int
+    sizes: dict[str, SplitSizes] = field(default_factory=dict)  # split -> recorded sizes; empty where none are recorded
 
 
 @dataclass(frozen=True)
@@ -252,15 +262,37 @@ def _typed_options(table: Table, accepted: Mapping[str, type]) -> dict[str, Any]
 def _carve(table: Table | None, sources: dict[str, SourceFile]) -> Carve | None:
     if table is None:
         return None
-    table.reject_unknown({"source", "by", "test_fraction", "seed"})
+    table.reject_unknown({"source", "by", "test_fraction", "seed", "sizes"})
     source = table.get("source", str, required=True)
     _require_reader(table, sources, source)
+    by = table.choice("by", CARVE_UNITS)
+    test_fraction = table.get("test_fraction", float, required=True)
+    if not 0.0 < test_fraction < 1.0:
+        raise table.error("test_fraction", f"must be between 0 and 1 (both sides need questions), got {test_fraction}")
     return Carve(
-        source=source,
-        by=table.choice("by", CARVE_UNITS),
-        test_fraction=table.get("test_fraction", float, required=True),
-        seed=table.get("seed", int, required=True),
+        source=source, by=by, test_fraction=test_fraction, seed=table.get("seed", int, required=True), sizes=_carve_sizes(table, by)
     )
+
+
+def _carve_sizes(carve: Table, by: str) -> dict[str, SplitSizes]:
+    """`[carve.sizes] train = {questions, contexts[, articles]}, test = {...}`: what the carve must make."""
+    table = carve.table("sizes")
+    if table is None:
+        return {}
+    table.reject_unknown({"train", "test"})
+    keys = ("questions", "contexts", "articles") if by == "article" else ("questions", "contexts")
+    sizes = {}
+    for split in ("train", "test"):
+        entry = table.table(split, required=True)
+        if by != "article" and "articles" in entry.data:
+            raise entry.error("articles", "is recorded only for a carve by article")
+        entry.reject_unknown(set(keys))
+        values = {key: entry.get(key, int, required=True) for key in keys}
+        for key, value in values.items():
+            if value < 1:
+                raise entry.error(key, f"must be positive, got {value}")
+        sizes[split] = SplitSizes(**values)
+    return sizes
 
 
 def _split_plan(top: Table, split: str, sources: dict[str, SourceFile], carve: Carve | None, *, generated: bool) -> SplitPlan:
