@@ -10,6 +10,7 @@ and their number is reported.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -117,7 +118,9 @@ def bca_interval(replicates: np.ndarray, estimate: np.ndarray, jackknife: np.nda
     with np.errstate(invalid="ignore", divide="ignore"):
         below = ((replicates < estimate) & defined).sum(axis=0) + 0.5 * ((replicates == estimate) & defined).sum(axis=0)
         z0 = ndtri(below / n_defined)
-        deviations = np.nanmean(jackknife, axis=0) - jackknife
+        with warnings.catch_warnings():  # a cell undefined in every jackknife sample has no mean; acceleration 0 below
+            warnings.simplefilter("ignore", RuntimeWarning)
+            deviations = np.nanmean(jackknife, axis=0) - jackknife
         acceleration = np.nansum(deviations**3, axis=0) / (6.0 * np.nansum(deviations**2, axis=0) ** 1.5)
     acceleration = np.where(np.isfinite(acceleration), acceleration, 0.0)  # no jackknife spread: no acceleration
     tail = (1.0 - confidence) / 2.0

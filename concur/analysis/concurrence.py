@@ -24,6 +24,11 @@ import pandas as pd
 VARIANCE_FLOOR = 1e-9
 # Upper bound on the bytes of one batched intermediate array; larger batches are chunked.
 CHUNK_BYTES = 64 * 2**20
+# Fewest approaches a statistic should rest on before it is read without a warning. Below
+# five, Kendall's tau takes only a handful of values (n = 4 gives 6 pairs, so tau moves in
+# steps of 1/3) and a bootstrap interval over the approaches often spans nearly [-1, 1]; every
+# output flags statistics computed over fewer approaches than this.
+MIN_APPROACHES = 5
 
 
 class Method(StrEnum):
@@ -45,6 +50,15 @@ class ConcurrenceMatrix:
 
     def pair(self, first: str, second: str) -> tuple[float, int]:
         return float(self.values.loc[first, second]), int(self.counts.loc[first, second])
+
+    def small_n(self) -> pd.DataFrame:
+        """True where a cell rests on fewer than `MIN_APPROACHES` approaches."""
+        return self.counts.map(is_small_n)
+
+
+def is_small_n(n: int) -> bool:
+    """Whether a statistic over `n` approaches is too coarse to read without a warning."""
+    return n < MIN_APPROACHES
 
 
 def concurrence_matrix(wide: pd.DataFrame, method: Method | str) -> ConcurrenceMatrix:

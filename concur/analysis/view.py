@@ -12,12 +12,11 @@ import pandas as pd
 
 from concur.analysis.labels import Labels, labels_for
 from concur.analysis.policy import Cells, Policy, reduce_runs
+from concur.analysis.render import listed
 from concur.analysis.results import Results
 from concur.analysis.selection import select
 from concur.registry import Registry
 from concur.registry.specs import APPROACH_FAMILIES, BENCHMARK_FAMILIES
-
-SHOWN_MISSING = 8  # missing cells listed by name before "..."
 
 
 @dataclass(frozen=True)
@@ -68,9 +67,7 @@ def em_table(
     table = EMTable(wide, cells, labels, tuple(notes))
     missing = table.missing()
     if missing:
-        shown = ", ".join(f"{approach}×{bench}" for approach, bench in missing[:SHOWN_MISSING]) + (
-            ", ..." if len(missing) > SHOWN_MISSING else ""
-        )
+        shown = listed([f"{approach}×{bench}" for approach, bench in missing])
         table = EMTable(
             wide,
             cells,

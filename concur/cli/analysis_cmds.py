@@ -9,15 +9,35 @@ from enum import StrEnum
 from pathlib import Path
 
 import typer
+from rich.console import Console
 
 from concur.analysis.bootstrap import BootstrapSettings, Interval, MatrixWithCI, bootstrap_matrix, compare_with_reference
-from concur.analysis.concurrence import METHOD_LABELS, METHOD_SYMBOLS, ConcurrenceMatrix, Method, concurrence_matrix
+from concur.analysis.concurrence import (
+    METHOD_LABELS,
+    METHOD_SYMBOLS,
+    MIN_APPROACHES,
+    ConcurrenceMatrix,
+    Method,
+    concurrence_matrix,
+    is_small_n,
+)
 from concur.analysis.ordering import cluster_order
 from concur.analysis.policy import Policy
-from concur.analysis.render import cell_texts, matrix_csv, matrix_json, matrix_latex, matrix_markdown
+from concur.analysis.render import (
+    SMALL_N_FOOTNOTE,
+    SMALL_N_MARK,
+    cell_texts,
+    counts_csv,
+    matrix_csv,
+    matrix_json,
+    matrix_latex,
+    matrix_markdown,
+    pair_texts,
+    small_n_note,
+)
 from concur.analysis.results import NAMED_SOURCES, Results, load_results
 from concur.analysis.view import EMTable, em_table
-from concur.cli.common import SOURCE_DIR_OPTION, Settings, err, out, print_json, print_table, settings
+from concur.cli.common import SOURCE_DIR_OPTION, Settings, err, fits, make_table, out, print_json, print_table, settings
 from concur.errors import ConcurError
 from concur.fsutil import atomic_open
 from concur.plots.heatmap import concurrence_heatmap
@@ -91,6 +111,11 @@ def matrix(
     ),
     fmt: MatrixFormat = typer.Option(MatrixFormat.table, "--format", "-f", help="table, csv, json, markdown or latex."),
     out_file: Path | None = typer.Option(None, "--out", "-o", help="Write the matrix to this file instead of stdout."),
+    counts_file: Path | None = typer.Option(
+        None,
+        "--counts",
+        help="Also write n, the number of approaches behind each cell, to this file as a CSV laid out like the matrix.",
+    ),
     heatmap: Path | None = typer.Option(None, "--heatmap", help="Also draw the heatmap to PATH.pdf and PATH.png."),
     source_dir: list[Path] | None = SOURCE_DIR_OPTION,
 ) -> None:
@@ -114,7 +139,12 @@ def matrix(
             f"bootstrap: {resamples} resamples of {len(wide)} approaches, {wide.shape[1]} benchmarks, {time.perf_counter() - started:.2f} s"
         )
     err.print(f"{METHOD_LABELS[corr]} over {len(wide)} approaches (policy {policy}, results {'+'.join(results)})", highlight=False)
+    few = small_n_note(estimate)
+    if few:
+        err.print(f"note: {few}", markup=False, highlight=False)
     _emit(estimate, with_ci, fmt, out_file, {"results": results, "policy": str(policy), "approaches": list(wide.index)})
+    if counts_file is not None:
+        write_output(counts_csv(estimate.counts), counts_file)
     if heatmap is not None:
         figure = concurrence_heatmap(
             estimate.values, counts=estimate.counts, value_label=METHOD_LABELS[corr], names=table.labels.benchmark_names(wide.columns)
@@ -125,18 +155,35 @@ def matrix(
 
 def _emit(estimate: ConcurrenceMatrix, with_ci: MatrixWithCI | None, fmt: MatrixFormat, out_file: Path | None, context: dict) -> None:
     if fmt is MatrixFormat.table and out_file is None:
-        texts = cell_texts(estimate, with_ci)
-        print_table(None, ["benchmark", *texts.columns], [[bench, *row] for bench, row in texts.iterrows()])
+        show_matrix(estimate, with_ci, out)
         return
     if fmt is MatrixFormat.json:
         text = json.dumps(matrix_json(estimate, with_ci, context), indent=2) + "\n"
     elif fmt is MatrixFormat.csv:
         text = matrix_csv(estimate.values)
     elif fmt is MatrixFormat.latex:
-        text = matrix_latex(cell_texts(estimate, with_ci), f"{METHOD_LABELS[estimate.method]} concurrence between benchmarks.")
+        text = matrix_latex(estimate, with_ci, f"{METHOD_LABELS[estimate.method]} concurrence between benchmarks.")
     else:
-        text = matrix_markdown(cell_texts(estimate, with_ci))
+        text = matrix_markdown(estimate, with_ci)
     write_output(text, out_file)
+
+
+def show_matrix(estimate: ConcurrenceMatrix, with_ci: MatrixWithCI | None, console: Console) -> None:
+    """The square matrix if it fits `console`, else one row per pair: a folded matrix cannot be read."""
+    texts = cell_texts(estimate, with_ci)
+    square = make_table(None, ["benchmark", *texts.columns], [[bench, *row] for bench, row in texts.iterrows()])
+    if fits(square, console):
+        console.print(square)
+        counts = set(estimate.counts.to_numpy().ravel().tolist())
+        if len(counts) == 1:  # otherwise every cell shows its own n
+            console.print(f"n = {counts.pop()} approaches in every cell")
+    else:
+        pairs = pair_texts(estimate, with_ci)
+        console.print(make_table(None, list(pairs.columns), pairs.to_numpy().tolist()))
+        console.print(f"Too wide for {console.width} columns: one row per pair.")
+        console.print("Full matrix: --format csv --out FILE", markup=False)
+    if estimate.small_n().to_numpy().any():
+        console.print(SMALL_N_FOOTNOTE, markup=False)
 
 
 def compare(
@@ -159,34 +206,53 @@ def compare(
 ) -> None:
     """Two benchmarks side by side: r and tau with intervals, n, and the scatter plot."""
     state = settings(ctx)
-    benches = ",".join([first, second, *([reference] if reference else [])])
-    table = em_table(load(state, results, source_dir), policy=policy, benches=benches, approaches=approaches, registry=state.registry())
+    named = [first, second, *([reference] if reference else [])]
+    if len(set(named)) < len(named):
+        raise ConcurError(f"compare needs different benchmarks, got {', '.join(named)}")
+    loaded = load(state, results, source_dir)
+    table = em_table(loaded, policy=policy, benches=",".join(named), approaches=approaches, registry=state.registry())
+    not_ids = [name for name in named if name not in table.wide.columns]
+    if not_ids:
+        raise ConcurError(f"compare takes benchmark ids, not families or patterns: {', '.join(not_ids)}")
     report_notes(table)
     boot = BootstrapSettings(resamples, seed, confidence, interval)
-    rows, payload = [], {"first": first, "second": second, "policy": str(policy), "interval": str(interval), "confidence": confidence}
+    rows = []
+    payload = {
+        "first": first,
+        "second": second,
+        "policy": str(policy),
+        "interval": str(interval),
+        "confidence": confidence,
+        "min_approaches": MIN_APPROACHES,
+    }
     stats_lines = []
     for method in Method:
         cell = bootstrap_matrix(table.wide[[first, second]], method, boot)
         value, n = cell.estimate.pair(first, second)
         lower, upper = float(cell.lower.loc[first, second]), float(cell.upper.loc[first, second])
-        rows.append([METHOD_LABELS[method], _fmt(value), f"[{_fmt(lower)}, {_fmt(upper)}]", n])
-        payload[str(method)] = {"value": value, "lower": lower, "upper": upper, "n": n}
+        rows.append([METHOD_LABELS[method], _fmt(value), f"[{_fmt(lower)}, {_fmt(upper)}]", _n_text(n)])
+        payload[str(method)] = {"value": _number(value), "lower": _number(lower), "upper": _number(upper), "n": n, "small_n": is_small_n(n)}
         stats_lines.append(f"{METHOD_SYMBOLS[method]} = {_fmt(value)} [{_fmt(lower)}, {_fmt(upper)}]")
-    stats_lines.append(f"n = {payload['kendall']['n']}")
+    n = payload["kendall"]["n"]
+    stats_lines.append(f"n = {n}" + (f" (fewer than {MIN_APPROACHES} approaches)" if is_small_n(n) else ""))
+    sample_sizes = [n]
     if reference:
         for method in Method:
             test = compare_with_reference(table.wide, reference, first, second, method, boot)
             label = f"{METHOD_LABELS[method]}: ({first}, {reference}) - ({second}, {reference})"
-            rows.append([label, _fmt(test.difference), f"[{_fmt(test.lower)}, {_fmt(test.upper)}]", f"{test.n}  p = {test.p_value:.3f}"])
+            p_value = "n/a" if math.isnan(test.p_value) else f"{test.p_value:.3f}"
+            rows.append([label, _fmt(test.difference), f"[{_fmt(test.lower)}, {_fmt(test.upper)}]", f"{_n_text(test.n)}  p = {p_value}"])
             payload[f"versus_{reference}_{method}"] = {
-                "first": test.first_value,
-                "second": test.second_value,
-                "difference": test.difference,
-                "lower": test.lower,
-                "upper": test.upper,
-                "p_value": test.p_value,
+                "first": _number(test.first_value),
+                "second": _number(test.second_value),
+                "difference": _number(test.difference),
+                "lower": _number(test.lower),
+                "upper": _number(test.upper),
+                "p_value": _number(test.p_value),
                 "n": test.n,
+                "small_n": is_small_n(test.n),
             }
+            sample_sizes.append(test.n)
     stem = plot or state.workspace().root / "figures" / f"compare-{first}-{second}"
     figure = pair_scatter(
         table.wide,
@@ -206,12 +272,23 @@ def compare(
             ["statistic", "value", "interval", "n"],
             rows,
         )
+        if any(is_small_n(size) for size in sample_sizes):
+            out.print(SMALL_N_FOOTNOTE, markup=False)
         for path in paths:
             out.print(f"wrote {path}", highlight=False)
 
 
 def _fmt(value: float) -> str:
     return "n/a" if math.isnan(value) else f"{value:.3f}"
+
+
+def _n_text(n: int) -> str:
+    return f"{n}{SMALL_N_MARK}" if is_small_n(n) else str(n)
+
+
+def _number(value: float) -> float | None:
+    """JSON has no NaN: an undefined statistic is null."""
+    return None if math.isnan(value) else float(value)
 
 
 def results_table(

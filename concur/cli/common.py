@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 
 from concur.data.sources import SourceLocator
@@ -18,9 +20,10 @@ from concur.registry import Registry, default_registry
 from concur.workspace import Workspace, data_roots
 
 PIPED_WIDTH = 240  # tables written to a file or pipe are not folded to 80 columns
+UNBOUNDED_WIDTH = 1_000_000  # room to measure a table's natural width
 
 out = Console(highlight=False)
-if not out.is_terminal:
+if not out.is_terminal and "COLUMNS" not in os.environ:  # an explicit $COLUMNS still sets the width
     out = Console(highlight=False, width=PIPED_WIDTH)
 err = STDERR
 
@@ -57,12 +60,22 @@ def print_json(payload: Any) -> None:
 
 
 def print_table(title: str | None, columns: list[str], rows: list[list[Any]]) -> None:
+    out.print(make_table(title, columns, rows))
+
+
+def make_table(title: str | None, columns: list[str], rows: list[list[Any]]) -> Table:
     table = Table(title=title, title_justify="left")
     for column in columns:
         table.add_column(column, overflow="fold")
     for row in rows:
         table.add_row(*("" if value is None else str(value) for value in row))
-    out.print(table)
+    return table
+
+
+def fits(table: Table, console: Console) -> bool:
+    """Whether `table` prints on `console` without folding any cell."""
+    natural = Measurement.get(console, console.options.update_width(UNBOUNDED_WIDTH), table).maximum
+    return natural <= console.width
 
 
 SOURCE_DIR_OPTION = typer.Option(
