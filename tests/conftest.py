@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from concur.cli.common import PIPED_WIDTH
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("CONCUR_TEST_SHARED_DATA", REPO.parent / "shared" / "data"))
 
@@ -27,6 +29,9 @@ def isolated_environment(monkeypatch, tmp_path):
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("CONCUR_PROGRESS", "0")
+    # GNU readline, once some library imports it, exports COLUMNS=80 to every child process; the CLI
+    # honours an explicit $COLUMNS, so commands run by tests print at the width a pipe gets.
+    monkeypatch.setenv("COLUMNS", str(PIPED_WIDTH))
     monkeypatch.chdir(tmp_path)
 
 

@@ -5,17 +5,33 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import subprocess
+import sys
 
-import numpy as np
 import pytest
 from scipy import stats
 
 from concur.analysis.reference import liu2023
-from tests.conftest import REPO
 from tests.test_cli import concur
 from tests.test_runner import _run, _setup
 
 HUMAN = ["squad", "mrqa-newsqa", "mrqa-nq", "mrqa-drop", "mrqa-hotpotqa", "qamr"]
+HUMAN_FAMILY_ORDER = ["mrqa-drop", "mrqa-hotpotqa", "mrqa-newsqa", "mrqa-nq", "qamr", "squad"]
+# Five approaches; e has no value on b3. Kendall tau by hand: b1-b2 (9 - 1) / 10 = 0.8 over 5,
+# b1-b3 -1 over 4 (a..d reversed), b2-b3 (1 - 5) / 6 = -2/3 over 4 (only b, c concordant).
+# Pearson b1-b2 over 5: deviations (-20 -10 0 10 20), (-20 0 -10 10 20): 900 / 1000 = 0.9.
+SMALL_N_CSV = "approach,benchmark,em\n" + "".join(
+    f"{approach},{bench},{em}\n"
+    for bench, ems in {"b1": [10, 20, 30, 40, 50], "b2": [10, 30, 20, 40, 50], "b3": [40, 30, 20, 10]}.items()
+    for approach, em in zip("abcde", ems)
+)
+
+
+def concur_at(columns: int, *args: str) -> subprocess.CompletedProcess:
+    """The CLI with its output folded to `columns`, as in a terminal that wide."""
+    env = {**os.environ, "COLUMNS": str(columns)}
+    return subprocess.run([sys.executable, "-m", "concur", *args], capture_output=True, text=True, env=env, timeout=300)
 
 
 def reference_em(bench: str) -> dict[str, float]:
@@ -138,58 +154,85 @@ def test_compare_prints_both_correlations_and_writes_the_scatter(tmp_path):
         assert stem.with_name(f"{stem.name}.{suffix}").stat().st_size > 10_000
 
 
-def test_figures_regenerates_tables_and_figures_from_the_reference(tmp_path):
-    out = tmp_path / "figures"
-    result = concur(
-        "figures",
-        str(REPO / "analysis" / "table1.toml"),
-        str(REPO / "analysis" / "figure5.toml"),
-        "--results",
-        "liu2023",
-        "--out-dir",
-        str(out),
-    )
-    assert result.returncode == 0, result.stderr
-    assert sorted(path.name for path in out.iterdir()) == [
-        "figure5.csv",
-        "figure5.pdf",
-        "figure5.png",
-        "table1.csv",
-        "table1.md",
-        "table1.tex",
+def test_matrix_reads_in_a_narrow_terminal_one_row_per_pair():
+    args = ("matrix", "--results", "liu2023", "--benches", "human")
+    narrow = concur_at(80, *args)
+    assert narrow.returncode == 0, narrow.stderr
+    pairs = [(a, b) for i, a in enumerate(HUMAN_FAMILY_ORDER) for b in HUMAN_FAMILY_ORDER[i + 1 :]]
+    rows = [f"│ {a:<13} │ {b:<13} │ {kendall(reference_em(a), reference_em(b)):.2f} │ 20 │" for a, b in pairs]
+    assert narrow.stdout.splitlines() == [
+        "┏━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━┳━━━━━━┳━━━━┓",
+        "┃ first         ┃ second        ┃ τ    ┃ n  ┃",
+        "┡━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━╇━━━━━━╇━━━━┩",
+        *rows,
+        "└───────────────┴───────────────┴──────┴────┘",
+        "Too wide for 80 columns: one row per pair.",
+        "Full matrix: --format csv --out FILE",
     ]
-    rows = {row["benchmark"]: row for row in csv.DictReader((out / "table1.csv").open())}
-    assert sorted(rows) == sorted(HUMAN[1:])
-    assert float(rows["qamr"]["kendall"]) == pytest.approx(round(kendall(reference_em("squad"), reference_em("qamr")), 4))
-    assert all(row["n"] == "20" for row in rows.values())
-    assert float(rows["qamr"]["kendall_lower"]) <= float(rows["qamr"]["kendall"]) <= float(rows["qamr"]["kendall_upper"])
-    assert r"Kendall $\tau$" in (out / "table1.tex").read_text()
-    counts = {row["task"]: row for row in csv.DictReader((out / "figure5.csv").open())}
-    babi1 = np.array(list(reference_em("babi-1").values()))
-    assert int(counts["babi-1"]["perfect"]) == int((babi1 >= 95).sum()) == 18
+    wide = concur_at(120, *args).stdout.splitlines()
+    assert wide[1] == "┃ benchmark     ┃ mrqa-drop ┃ mrqa-hotpotqa ┃ mrqa-newsqa ┃ mrqa-nq ┃ qamr ┃ squad ┃"
+    squad = [kendall(reference_em("squad"), reference_em(other)) for other in HUMAN_FAMILY_ORDER]
+    assert (
+        wide[8]
+        == "│ squad         │ " + " │ ".join(f"{value:.2f}".ljust(width) for value, width in zip(squad, (9, 13, 11, 7, 4, 5))) + " │"
+    )
+    assert wide[10:] == ["n = 20 approaches in every cell"]
 
 
-def test_every_recipe_in_analysis_parses():
-    from concur.recipes.spec import load_recipe, recipe_paths
-
-    recipes = [load_recipe(path) for path in recipe_paths(REPO / "analysis")]
-    names = {recipe.name for recipe in recipes}
-    assert {"table1", "table3", "table4", "figure2", "figure3", "figure4", "figure5", "figure7", "figure10", "figure12"} <= names
-
-
-def test_a_bad_recipe_names_file_and_field(tmp_path):
-    recipe = tmp_path / "broken.toml"
-    recipe.write_text('kind = "heatmap"\ntitle = "x"\nmetod = "kendall"\n')
-    result = concur("figures", str(recipe), "--results", "liu2023", "--out-dir", str(tmp_path / "out"))
-    assert result.returncode == 2
-    assert f"{recipe}, field 'metod': is not a known field; did you mean 'method'?" in result.stderr
-    assert not (tmp_path / "out").exists()
+def test_narrow_matrix_keeps_the_cluster_order():
+    args = ("matrix", "--results", "liu2023", "--benches", "human", "--order", "cluster")
+    order = next(csv.reader(io.StringIO(concur(*args, "--format", "csv").stdout)))[1:]
+    assert sorted(order) == sorted(HUMAN) and order != HUMAN_FAMILY_ORDER
+    lines = concur_at(80, *args).stdout.splitlines()
+    listed = [tuple(cell.strip() for cell in line.split("│")[1:3]) for line in lines[3:18]]
+    assert listed == [(a, b) for i, a in enumerate(order) for b in order[i + 1 :]]
 
 
-def test_figures_skip_what_the_results_cannot_draw(tmp_path):
-    mine = tmp_path / "two.csv"
-    mine.write_text("approach,benchmark,em\na,squad,50\nb,squad,60\nc,squad,70\n")
-    result = concur("figures", str(REPO / "analysis" / "table1.toml"), "--results", str(mine), "--out-dir", str(tmp_path / "out"))
-    assert result.returncode == 2
-    assert "skipped: no benchmark besides 'squad' in the results" in result.stdout
-    assert "no recipe could be drawn" in result.stderr
+def test_small_n_is_flagged_in_every_format(tmp_path):
+    tidy = tmp_path / "small.csv"
+    tidy.write_text(SMALL_N_CSV)
+    counts = tmp_path / "n.csv"
+    result = concur("matrix", "--results", str(tidy), "--format", "csv", "--counts", str(counts))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "benchmark,b1,b2,b3",
+        "b1,1.0000,0.8000,-1.0000",
+        "b2,0.8000,1.0000,-0.6667",
+        "b3,-1.0000,-0.6667,1.0000",
+    ]
+    assert counts.read_text().splitlines() == ["benchmark,b1,b2,b3", "b1,5,5,4", "b2,5,5,4", "b3,4,4,4"]
+    assert "note: 2 of 3 pair(s) rest on fewer than 5 approaches (†): b1×b3 (n=4), b2×b3 (n=4)" in result.stderr
+    payload = json.loads(concur("matrix", "--results", str(tidy), "--format", "json").stdout)
+    assert payload["values"][0] == [1.0, 0.8, -1.0] and payload["counts"][0] == [5, 5, 4]
+    assert payload["small_n"][0] == [False, False, True] and payload["min_approaches"] == 5
+    table = concur_at(100, "matrix", "--results", str(tidy)).stdout.splitlines()
+    assert table[3] == "│ b1        │ 1.00 (n=5)   │ 0.80 (n=5)   │ -1.00† (n=4) │"
+    assert table[-1] == "† n < 5 approaches: an unstable estimate"
+
+
+def test_compare_prints_n_and_flags_small_n(tmp_path):
+    tidy = tmp_path / "small.csv"
+    tidy.write_text(SMALL_N_CSV)
+    args = ("compare", "b1", "b2", "--results", str(tidy), "--reference", "b3", "--resamples", "200", "--plot", str(tmp_path / "s"))
+    payload = json.loads(concur(*args, "--format", "json").stdout)
+    assert payload["kendall"]["value"] == pytest.approx(0.8) and payload["pearson"]["value"] == pytest.approx(0.9)
+    assert (payload["kendall"]["n"], payload["kendall"]["small_n"], payload["min_approaches"]) == (5, False, 5)
+    versus = payload["versus_b3_kendall"]  # on a..d, the approaches with all three values
+    assert (versus["n"], versus["small_n"]) == (4, True)
+    assert (
+        versus["first"] == pytest.approx(-1.0)
+        and versus["second"] == pytest.approx(-2 / 3)
+        and versus["difference"] == pytest.approx(-1 / 3)
+    )
+    table = concur_at(200, *args).stdout.splitlines()
+    assert table[4].startswith("│ Pearson r  ") and table[4].split("│")[4].strip() == "5"
+    assert table[6].startswith("│ Pearson r: (b1, b3) - (b2, b3) │") and table[6].split("│")[4].strip().startswith("4†  p = ")
+    assert table[9] == "† n < 5 approaches: an unstable estimate"
+
+
+def test_compare_rejects_what_is_not_two_benchmark_ids():
+    same = concur("compare", "squad", "squad", "--results", "liu2023")
+    assert same.returncode == 2 and "compare needs different benchmarks, got squad, squad" in same.stderr
+    family = concur("compare", "human", "qamr", "--results", "liu2023")
+    assert family.returncode == 2 and "compare takes benchmark ids, not families or patterns: human" in family.stderr
+    assert "Traceback" not in same.stderr + family.stderr

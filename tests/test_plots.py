@@ -208,6 +208,23 @@ def test_pair_scatter_names_a_crowded_cloud_without_overlaps():
     assert not any(name.overlaps(stats_box) for name in names)
 
 
+def test_a_crowded_panel_names_only_the_points_whose_names_fit():
+    """Twenty approaches at 100 EM, as on bAbI with 9K training examples: names that would collide are left out."""
+    skill = np.linspace(65.0, 89.0, 20)
+    solved = np.full(20, 100.0)
+    solved[[3, 17]] = [57.0, 80.0]
+    crowd = pd.DataFrame({"squad": skill, "babi": solved}, index=[f"approach-{i:02d}" for i in range(20)])
+    names = {item: f"Approach {i:02d} (large, whole-word masking)" for i, item in enumerate(crowd.index)}
+    families = {item: "pretrained" if i % 2 else "non-pretrained" for i, item in enumerate(crowd.index)}
+    fig = draw(pair_scatter(crowd, "squad", "babi", families=families, names=names, stats="r = 0.10"))
+    ax = fig.axes[0]
+    boxes = name_boxes(ax)
+    assert 2 <= len(boxes) < 20 and no_overlaps(boxes)
+    frame = ax.get_window_extent()
+    assert all(frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1 for box in boxes)
+    assert {names["approach-03"], names["approach-17"]} <= set(labels_of(fig))  # the two points apart keep their names
+
+
 def test_pair_scatter_draws_on_a_given_axes_and_lists_only_the_families_shown(wide):
     host = Figure()
     ax = host.add_subplot()

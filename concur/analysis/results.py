@@ -16,7 +16,7 @@ from concur.analysis.leaderboards import LEADERBOARDS, load_leaderboard
 from concur.analysis.reference import liu2023, liu2023_published_squad
 from concur.analysis.tidy import read_tidy_csv, tidy_frame
 from concur.data.sources import SourceLocator
-from concur.errors import ConcurError, UnknownNameError
+from concur.errors import ConcurError, MissingSourceError, UnknownNameError
 from concur.runner.store import Store
 
 STORE = "store"
@@ -54,7 +54,7 @@ def load_results(requests: list[str], *, store_path: Path, locator: SourceLocato
 def store_results(store_path: Path) -> tuple[pd.DataFrame, list[str]]:
     """Finished jobs of the SQLite index as a tidy table; failed jobs are counted, not used."""
     if not store_path.is_file():
-        raise ConcurError(f"no results store at {store_path}; run jobs with `concur run` first, or pass --runs-dir")
+        raise MissingSourceError(f"no results store at {store_path}; run jobs with `concur run` first, or pass --runs-dir")
     rows = Store(store_path).rows()
     ok = [row for row in rows if row["status"] == OK_STATUS]
     frame = pd.DataFrame(ok, columns=["approach", "benchmark", "hparam_id", "seed", "em", "f1"])

@@ -9,10 +9,9 @@ import typer
 from concur.analysis.results import NAMED_SOURCES, Results
 from concur.cli.analysis_cmds import load
 from concur.cli.common import SOURCE_DIR_OPTION, err, print_table, settings
-from concur.errors import ConcurError
 from concur.progress import task_progress
-from concur.recipes.run import run_recipe
-from concur.recipes.spec import load_recipe, recipe_paths
+from concur.recipes.batch import Outcome, State, draw_recipes
+from concur.recipes.spec import recipe_paths
 
 DEFAULT_RECIPES = Path("analysis")
 
@@ -27,32 +26,41 @@ def figures(
         help=f"Results to draw from: {', '.join(NAMED_SOURCES)} or a tidy CSV; repeat or join with + to combine. "
         "A recipe that names its own results (e.g. a leaderboard) uses those.",
     ),
+    reference: str | None = typer.Option(
+        None,
+        "--reference",
+        help="Benchmark to compare the others with, instead of the recipes' (the paper's squad), e.g. squad-dev-carved for your own runs.",
+    ),
     out_dir: Path | None = typer.Option(None, "--out-dir", "-o", help="Where figures and tables go (default: RUNS/figures)."),
     source_dir: list[Path] | None = SOURCE_DIR_OPTION,
 ) -> None:
-    """Draw every recipe's figure or table (PDF + PNG; CSV, Markdown and LaTeX for tables)."""
+    """Draw every recipe's figure or table (PDF + PNG; CSV, Markdown and LaTeX for tables).
+
+    A recipe whose data is missing is skipped with the reason and how to get the data; the
+    others are still drawn. The exit status is 1 only when a recipe that could run failed.
+    """
     state = settings(ctx)
-    recipes = [
-        load_recipe(path) for target in (targets or [DEFAULT_RECIPES]) for path in recipe_paths(target)
-    ]  # all parsed before any work
+    paths = [path for target in (targets or [DEFAULT_RECIPES]) for path in recipe_paths(target)]
     out_dir = out_dir or state.workspace().root / "figures"
-    loaded: dict[tuple[str, ...], Results] = {}
-    rows, drawn = [], 0
+
+    def load_requests(requests: tuple[str, ...]) -> Results:
+        return load(state, list(requests), source_dir)
+
     with task_progress() as progress:
-        task = progress.add_task("recipes", total=len(recipes), status="")
-        for recipe in recipes:
-            requests = recipe.results or tuple(results)
-            if requests not in loaded:
-                loaded[requests] = load(state, list(requests), source_dir)
-            output = run_recipe(recipe, loaded[requests], state.registry(), out_dir)
-            for note in output.notes:
-                err.print(f"note ({recipe.name}): {note}", markup=False, highlight=False)
-            if output.skipped:
-                rows.append([recipe.name, "+".join(requests), f"skipped: {output.skipped}"])
-            else:
-                drawn += 1
-                rows.append([recipe.name, "+".join(requests), "\n".join(str(path) for path in output.paths)])
-            progress.update(task, advance=1, status=recipe.name)
-    print_table(f"figures and tables in {out_dir}", ["recipe", "results", "files"], rows)
-    if not drawn:
-        raise ConcurError("no recipe could be drawn from these results (see the reasons above)")
+        task = progress.add_task("recipes", total=len(paths), status="")
+
+        def advance(outcome: Outcome) -> None:
+            for note in outcome.notes:
+                err.print(f"note ({outcome.name}): {note}", markup=False, highlight=False)
+            progress.update(task, advance=1, status=outcome.name)
+
+        outcomes = draw_recipes(paths, results, load_requests, state.registry(), out_dir, reference=reference, on_outcome=advance)
+    rows = [[outcome.name, "+".join(outcome.results), outcome.state, " ".join(path.name for path in outcome.paths)] for outcome in outcomes]
+    print_table(f"figures and tables in {out_dir}", ["recipe", "results", "state", "files"], rows)
+    for outcome in outcomes:
+        if outcome.state is not State.drawn:
+            print(f"{outcome.name} {outcome.state}: {outcome.reason}")
+    counts = {kind: sum(outcome.state is kind for outcome in outcomes) for kind in State}
+    err.print(f"{counts[State.drawn]} drawn, {counts[State.skipped]} skipped, {counts[State.failed]} failed", highlight=False)
+    if counts[State.failed]:
+        raise typer.Exit(1)

@@ -7,7 +7,6 @@ with the reason, never written as an empty figure.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,11 +14,12 @@ from pathlib import Path
 import pandas as pd
 
 from concur.analysis.bootstrap import approach_count_curve, bootstrap_matrix
-from concur.analysis.concurrence import METHOD_LABELS, METHOD_SYMBOLS, concurrence_matrix
+from concur.analysis.concurrence import METHOD_LABELS, METHOD_SYMBOLS, MIN_APPROACHES, Method, concurrence_matrix
 from concur.analysis.ordering import cluster_order
-from concur.analysis.render import CSV_DECIMALS, DISPLAY_DECIMALS, latex_table, markdown_table, matrix_csv
+from concur.analysis.render import CSV_DECIMALS, SMALL_N_FOOTNOTE, estimate_text, latex_table, markdown_table, matrix_csv
 from concur.analysis.results import Results
 from concur.analysis.robustness import fit_effective_robustness
+from concur.analysis.selection import select
 from concur.analysis.view import EMTable, em_table
 from concur.fsutil import atomic_open
 from concur.plots.babi import perfect_or_chance, perfect_or_chance_counts
@@ -31,8 +31,10 @@ from concur.plots.style import save_figure
 from concur.plots.subsets import approach_count_figure
 from concur.recipes.spec import Recipe
 from concur.registry import Registry
+from concur.registry.specs import BENCHMARK_FAMILIES
 
 MIN_BENCHMARKS = 2
+SAME_BENCHMARK = "–"  # a table cell comparing a benchmark with itself, left empty as in the paper
 
 
 @dataclass
@@ -43,17 +45,21 @@ class Output:
     paths: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     skipped: str | None = None
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)  # a table recipe's grids by method, as shown
 
 
 class Skip(Exception):
     """The results cannot make this recipe's figure; the message says why."""
 
 
-def run_recipe(recipe: Recipe, results: Results, registry: Registry | None, out_dir: Path) -> Output:
+def run_recipe(recipe: Recipe, results: Results, registry: Registry | None, out_dir: Path, *, reference: str | None = None) -> Output:
+    """Draw one recipe into `out_dir`; `reference` replaces the benchmark the recipe compares with."""
+    if reference is not None:
+        recipe = recipe.with_reference(reference)
     output = Output(recipe)
     try:
         table = em_table(
-            results, policy=recipe.policy, benches=_with_reference(recipe), approaches=recipe.approaches, registry=registry, lenient=True
+            results, policy=recipe.policy, benches=_benches_needed(recipe), approaches=recipe.approaches, registry=registry, lenient=True
         )
         output.notes.extend(table.notes)
         RUNNERS[recipe.kind](recipe, table, out_dir / recipe.name, output)
@@ -62,11 +68,13 @@ def run_recipe(recipe: Recipe, results: Results, registry: Registry | None, out_
     return output
 
 
-def _with_reference(recipe: Recipe) -> str | None:
-    anchor = recipe.options.get("reference") or recipe.options.get("x")
-    if anchor is None or recipe.benches is None:
+def _benches_needed(recipe: Recipe) -> str | None:
+    """The recipe's benchmarks with the ones it compares them against (its reference, a table's rows, robustness' x)."""
+    anchors = recipe.options.get("rows") or [recipe.options.get("reference") or recipe.options.get("x")]
+    anchors = [anchor for anchor in anchors if anchor]
+    if not anchors or recipe.benches is None:
         return recipe.benches
-    return f"{anchor},{recipe.benches}"
+    return ",".join([*anchors, recipe.benches])
 
 
 def _need(table: EMTable, benches: list[str], minimum: int = MIN_BENCHMARKS) -> None:
@@ -91,53 +99,84 @@ def _write_text(path: Path, text: str, output: Output) -> None:
 
 
 def _concurrence_table(recipe: Recipe, table: EMTable, stem: Path, output: Output) -> None:
-    reference = recipe.options["reference"]
-    others = _anchor(table, reference)
-    rows = []
-    for other in others:
-        row: dict[str, object] = {"benchmark": other, "name": table.labels.benchmark_name.get(other, other)}
-        for method in recipe.options["methods"]:
-            cell = bootstrap_matrix(table.wide[[reference, other]], method, recipe.bootstrap)
-            value, n = cell.estimate.pair(reference, other)
-            row.update(
-                {
-                    "n": n,
-                    str(method): value,
-                    f"{method}_lower": float(cell.lower.loc[reference, other]),
-                    f"{method}_upper": float(cell.upper.loc[reference, other]),
-                }
-            )
-        rows.append(row)
-    frame = pd.DataFrame(rows)
-    _write_text(stem.with_suffix(".csv"), frame.round(CSV_DECIMALS).to_csv(index=False), output)
-    shown = pd.DataFrame({"Benchmark": frame["name"], "n": frame["n"]})
+    """The paper's table layout: its rows (the first is the reference) against its benchmarks, with intervals and n.
+
+    Columns are the recipe's `benches` present in the results, without the reference; a row
+    compared with itself is left empty, as in the paper.
+    """
+    rows = [row for row in recipe.options["rows"] if row in table.wide.columns]
+    absent = [row for row in recipe.options["rows"] if row not in rows]
+    if not rows or rows[0] != recipe.options["rows"][0]:
+        raise Skip(f"the reference benchmark {recipe.options['rows'][0]!r} is not in the results")
+    if absent:
+        output.notes.append(f"rows not in these results, left out: {', '.join(absent)}")
+    columns = [bench for bench in _selected(table, recipe.benches) if bench != rows[0]]
+    if not columns:
+        raise Skip(f"none of {recipe.benches} besides {rows[0]!r} is in the results")
+    names = table.labels.benchmark_names([*rows, *columns])
+    long_rows, shown = [], []
     for method in recipe.options["methods"]:
-        shown[METHOD_LABELS[method]] = [
-            _with_interval(*values) for values in zip(frame[str(method)], frame[f"{method}_lower"], frame[f"{method}_upper"])
-        ]
+        cells = bootstrap_matrix(table.wide[list(dict.fromkeys([*rows, *columns]))], method, recipe.bootstrap)
+        grid = pd.DataFrame(index=[names[row] for row in rows], columns=[names[column] for column in columns], dtype=object)
+        for row in rows:
+            for column in columns:
+                if row == column:
+                    grid.loc[names[row], names[column]] = SAME_BENCHMARK
+                    continue
+                value, n = cells.estimate.pair(row, column)
+                lower, upper = float(cells.lower.loc[row, column]), float(cells.upper.loc[row, column])
+                small = n < MIN_APPROACHES
+                grid.loc[names[row], names[column]] = estimate_text(value, small_n=small)
+                cell = {"row": row, "column": column, "method": str(method), "value": value, "lower": lower, "upper": upper}
+                long_rows.append({**cell, "n": n, "small_n": small})
+                shown.append([names[row], names[column], METHOD_SYMBOLS[method], estimate_text(value, lower, upper, small_n=small), n])
+        output.tables[str(method)] = grid
+    frame = pd.DataFrame(long_rows)
+    _write_text(stem.with_suffix(".csv"), frame.round(CSV_DECIMALS).to_csv(index=False), output)
     boot = recipe.bootstrap
     confidence = f"{int(boot.confidence * 100)}% {boot.interval} intervals over approaches, {boot.n_resamples} resamples"
-    _write_text(stem.with_suffix(".md"), f"**{recipe.title}** ({confidence})\n\n" + markdown_table(shown), output)
-    _write_text(stem.with_suffix(".tex"), latex_table(shown, f"{recipe.title} ({confidence}).", f"tab:{recipe.name}"), output)
+    small_note = f"\n\n{SMALL_N_FOOTNOTE}" if frame["small_n"].any() else ""
+    intervals = pd.DataFrame(shown, columns=["Row", "Column", "Statistic", "Estimate", "n"])
+    markdown = [f"**{recipe.title}**"]
+    for method, grid in output.tables.items():
+        markdown.append(f"{METHOD_LABELS[method]}:\n\n" + markdown_table(grid.reset_index(names="")))
+    markdown.append(f"With {confidence}:\n\n" + markdown_table(intervals) + small_note)
+    _write_text(stem.with_suffix(".md"), "\n\n".join(markdown) + "\n", output)
+    latex = [
+        latex_table(grid.reset_index(names=""), f"{recipe.title}: {METHOD_LABELS[method]}.", f"tab:{recipe.name}-{method}")
+        for method, grid in output.tables.items()
+    ]
+    _write_text(stem.with_suffix(".tex"), "\n".join(latex), output)
 
 
-def _with_interval(value: float, lower: float, upper: float) -> str:
-    if math.isnan(value):
-        return "n/a"
-    interval = "" if math.isnan(lower) else f" [{lower:.{DISPLAY_DECIMALS}f}, {upper:.{DISPLAY_DECIMALS}f}]"
-    return f"{value:.{DISPLAY_DECIMALS}f}{interval}"
+def _selected(table: EMTable, benches: str | None) -> list[str]:
+    """The benchmarks of `benches` present in the table, in the order the selection gives."""
+    columns = list(table.wide.columns)
+    return select(columns, benches, table.labels.benchmark_family, BENCHMARK_FAMILIES, "benchmark", skipped=[])
 
 
 def _scatter_grid(recipe: Recipe, table: EMTable, stem: Path, output: Output) -> None:
+    """Small multiples of the reference against each benchmark.
+
+    `NAME.csv` holds every point drawn, `NAME-concurrence.csv` each panel's r, τ and n.
+    """
     reference = recipe.options["reference"]
     others = _anchor(table, reference)
-    stats = {}
+    stats, panels = {}, []
     for other in others:
-        lines = []
-        for method in ("pearson", "kendall"):
+        row: dict[str, object] = {"reference": reference, "benchmark": other}
+        for method in Method:
             value, n = concurrence_matrix(table.wide[[reference, other]], method).pair(reference, other)
-            lines.append(f"{METHOD_SYMBOLS[method]} = {_with_interval(value, math.nan, math.nan)}")
-        stats[other] = "\n".join([*lines, f"n = {n}"])
+            row[str(method)] = value
+        row.update({"n": n, "small_n": n < MIN_APPROACHES})
+        panels.append(row)
+        lines = [f"{METHOD_SYMBOLS[method]} = {estimate_text(row[str(method)])}" for method in Method]
+        stats[other] = "\n".join([*lines, f"n = {n}" + (f" < {MIN_APPROACHES}: too few approaches" if n < MIN_APPROACHES else "")])
+    points = table.wide[[reference, *others]].melt(ignore_index=False, id_vars=reference, var_name="benchmark", value_name="em")
+    points = points.dropna().rename(columns={reference: "reference_em"}).rename_axis("approach").reset_index()
+    points.insert(1, "reference", reference)
+    _write_text(stem.with_suffix(".csv"), points[["approach", "reference", "benchmark", "reference_em", "em"]].to_csv(index=False), output)
+    _write_text(stem.with_name(f"{stem.name}-concurrence.csv"), pd.DataFrame(panels).round(CSV_DECIMALS).to_csv(index=False), output)
     names = {**table.labels.approach_names(table.wide.index), **table.labels.benchmark_names(table.wide.columns)}
     figure = scatter_grid(
         table.wide, reference, others, families=table.approach_families(), names=names, stats=stats, columns=recipe.options["columns"]

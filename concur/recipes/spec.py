@@ -9,7 +9,7 @@ file and the closest valid field, so a typo never silently changes a figure.
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from concur.registry.tables import Table
 
 COMMON_FIELDS = {"kind", "title", "description", "citation", "benches", "approaches", "policy", "results", "bootstrap"}
 KIND_FIELDS: dict[str, set[str]] = {
-    "concurrence-table": {"reference", "methods"},
+    "concurrence-table": {"rows", "methods"},
     "scatter-grid": {"reference", "columns"},
     "heatmap": {"method", "order"},
     "downsampling": {"sizes"},
@@ -32,6 +32,8 @@ KIND_FIELDS: dict[str, set[str]] = {
 }
 ORDERS = ("family", "cluster")
 METRICS = ("em", "f1")
+# The option naming the benchmark a kind compares everything with; `concur figures --reference` replaces it.
+REFERENCE_OPTION = {"concurrence-table": "rows", "scatter-grid": "reference", "approach-count": "reference"}
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,21 @@ class Recipe:
     results: tuple[str, ...] | None = None
     bootstrap: BootstrapSettings = BootstrapSettings()
     options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def reference(self) -> str | None:
+        """The benchmark everything is compared with (a table's first row), if the kind has one."""
+        option = REFERENCE_OPTION.get(self.kind)
+        value = self.options.get(option) if option else None
+        return value[0] if isinstance(value, list) else value
+
+    def with_reference(self, reference: str) -> Recipe:
+        """The same recipe compared with `reference` instead (one's own results rarely hold the paper's SQuAD)."""
+        option = REFERENCE_OPTION.get(self.kind)
+        if option is None:
+            return self
+        value = [reference] if option == "rows" else reference
+        return replace(self, options={**self.options, option: value})
 
 
 def recipe_paths(target: Path) -> list[Path]:
@@ -113,7 +130,10 @@ def _options(top: Table, kind: str) -> dict[str, Any]:
         for method in methods:
             if method not in tuple(Method):
                 raise top.error("methods", f"{method!r} is not one of {', '.join(Method)}")
-        return {"reference": top.get("reference", str, required=True), "methods": [Method(method) for method in methods]}
+        rows = top.get("rows", list, required=True)
+        if not rows or not all(isinstance(row, str) and row for row in rows):
+            raise top.error("rows", "must be a non-empty list of benchmark ids (the first is the reference)")
+        return {"rows": rows, "methods": [Method(method) for method in methods]}
     if kind == "scatter-grid":
         return {"reference": top.get("reference", str, required=True), "columns": _positive(top, "columns", 3)}
     if kind == "heatmap":
