@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from concur.analysis.bootstrap import approach_count_curve, bootstrap_matrix
-from concur.analysis.concurrence import METHOD_LABELS, METHOD_SYMBOLS, MIN_APPROACHES, Method, concurrence_matrix
+from concur.analysis.concurrence import METHOD_LABELS, METHOD_SYMBOLS, MIN_APPROACHES, Method, concurrence_matrix, is_small_n
 from concur.analysis.ordering import cluster_order
 from concur.analysis.render import CSV_DECIMALS, SMALL_N_FOOTNOTE, estimate_text, latex_table, markdown_table, matrix_csv
 from concur.analysis.results import Results
@@ -125,7 +125,7 @@ def _concurrence_table(recipe: Recipe, table: EMTable, stem: Path, output: Outpu
                     continue
                 value, n = cells.estimate.pair(row, column)
                 lower, upper = float(cells.lower.loc[row, column]), float(cells.upper.loc[row, column])
-                small = n < MIN_APPROACHES
+                small = is_small_n(n)
                 grid.loc[names[row], names[column]] = estimate_text(value, small_n=small)
                 cell = {"row": row, "column": column, "method": str(method), "value": value, "lower": lower, "upper": upper}
                 long_rows.append({**cell, "n": n, "small_n": small})
@@ -168,10 +168,10 @@ def _scatter_grid(recipe: Recipe, table: EMTable, stem: Path, output: Output) ->
         for method in Method:
             value, n = concurrence_matrix(table.wide[[reference, other]], method).pair(reference, other)
             row[str(method)] = value
-        row.update({"n": n, "small_n": n < MIN_APPROACHES})
+        row.update({"n": n, "small_n": is_small_n(n)})
         panels.append(row)
         lines = [f"{METHOD_SYMBOLS[method]} = {estimate_text(row[str(method)])}" for method in Method]
-        stats[other] = "\n".join([*lines, f"n = {n}" + (f" < {MIN_APPROACHES}: too few approaches" if n < MIN_APPROACHES else "")])
+        stats[other] = "\n".join([*lines, f"n = {n}" + (f" < {MIN_APPROACHES}: too few approaches" if is_small_n(n) else "")])
     points = table.wide[[reference, *others]].melt(ignore_index=False, id_vars=reference, var_name="benchmark", value_name="em")
     points = points.dropna().rename(columns={reference: "reference_em"}).rename_axis("approach").reset_index()
     points.insert(1, "reference", reference)
