@@ -24,6 +24,8 @@ GZIP_MAGIC = b"\x1f\x8b"
 # What reading a truncated or corrupt (gzip) text file raises, beside the format's own errors.
 UNREADABLE = (EOFError, zlib.error, gzip.BadGzipFile, UnicodeDecodeError)
 _CHUNK = 1 << 20
+FILE_MODE = 0o666  # what open() asks for a new file, before the umask
+DIRECTORY_MODE = 0o777  # what mkdir() asks for, before the umask
 
 
 def md5_file(path: Path, *, decompress: bool = False) -> str:
@@ -61,6 +63,7 @@ def atomic_open(path: Path, mode: str = "wb", *, gzip_level: int | None = None) 
     tmp = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as raw:
+            os.fchmod(raw.fileno(), default_permissions(FILE_MODE))  # not mkstemp's owner-only 0600: others may read results
             binary: IO[bytes] = raw
             if gzip_level is not None:
                 binary = gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=gzip_level, mtime=0)
@@ -79,6 +82,13 @@ def atomic_open(path: Path, mode: str = "wb", *, gzip_level: int | None = None) 
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def default_permissions(mode: int) -> int:
+    """`mode` less the process's umask: the permissions open() or mkdir() would give a new file or directory."""
+    umask = os.umask(0)  # reading the umask means setting it; it is restored at once
+    os.umask(umask)
+    return mode & ~umask
 
 
 def atomic_write_json(path: Path, payload: Any, *, gzip_level: int | None = None) -> None:

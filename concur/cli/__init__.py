@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 
 from concur import __version__
-from concur.cli import analysis_cmds, data_cmds, figures_cmd, registry_cmds, run_cmds, score_cmd, study_cmds
+from concur.cli import analysis_cmds, data_cmds, figures_cmd, registry_cmds, report_cmd, run_cmds, score_cmd, study_cmds
 from concur.cli.common import Settings, err
 from concur.errors import ConcurError
 
@@ -51,6 +51,7 @@ app.command("matrix")(analysis_cmds.matrix)
 app.command("compare")(analysis_cmds.compare)
 app.command("results")(analysis_cmds.results_table)
 app.command("figures")(figures_cmd.figures)
+app.command("report")(report_cmd.report)
 
 
 def main() -> None:

@@ -1,0 +1,98 @@
+"""`concur report`: one self-contained HTML page about a set of results (and a study's grid)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from concur.analysis.bootstrap import BootstrapSettings, Interval
+from concur.analysis.policy import Policy
+from concur.analysis.results import Results
+from concur.cli.analysis_cmds import (
+    APPROACHES_OPTION,
+    CONFIDENCE_OPTION,
+    POLICY_OPTION,
+    RESAMPLES_OPTION,
+    RESULTS_OPTION,
+    SEED_OPTION,
+    load,
+    report_notes,
+)
+from concur.cli.common import SOURCE_DIR_OPTION, err, out, settings
+from concur.cli.figures_cmd import DEFAULT_RECIPES
+from concur.recipes.spec import Recipe, load_recipe, recipe_paths
+from concur.report.content import ReportOptions, build_report
+from concur.report.page import write_report
+from concur.runner.study import load_study
+
+
+def report(
+    ctx: typer.Context,
+    results: list[str] = RESULTS_OPTION,
+    out_dir: Path = typer.Option(..., "--out", "-o", help="Directory to write index.html (and files/: PDFs, PNGs, CSVs) into."),
+    benches: str | None = typer.Option(
+        None, "--benches", "-b", help="Benchmarks: ids, families (human, downsampled, cloze, synthetic), globs; comma-separated."
+    ),
+    approaches: str | None = APPROACHES_OPTION,
+    policy: Policy = POLICY_OPTION,
+    reference: str | None = typer.Option(
+        None, "--reference", help="Reference benchmark for the figure recipes (default: each recipe's own)."
+    ),
+    study: Path | None = typer.Option(
+        None, "--study", exists=True, dir_okay=False, help="A study file (analysis/studies/*.toml): describe its grid and its jobs' states."
+    ),
+    recipes: list[Path] = typer.Option(
+        None, "--recipes", help=f"Figure recipes: files or directories (repeatable; default: ./{DEFAULT_RECIPES} when it exists)."
+    ),
+    interval: Interval = typer.Option(Interval.bca, "--interval", help="Interval type of the matrices: bca or percentile."),
+    resamples: int = RESAMPLES_OPTION,
+    seed: int = SEED_OPTION,
+    confidence: float = CONFIDENCE_OPTION,
+    source_dir: list[Path] | None = SOURCE_DIR_OPTION,
+) -> None:
+    """Write a self-contained HTML report: what was run, the EM table, r and tau with intervals, the figures, and the published numbers."""
+    state = settings(ctx)
+    loaded = load(state, results, source_dir)
+    parsed = _recipes(recipes)  # all parsed before any work
+    study_spec = load_study(study) if study is not None else None
+    options = ReportOptions(
+        results=loaded.sources,
+        policy=policy,
+        benches=benches,
+        approaches=approaches,
+        reference=reference,
+        bootstrap=BootstrapSettings(resamples, seed, confidence, interval),
+    )
+
+    def load_more(requests: list[str]) -> Results:
+        return load(state, requests, source_dir)
+
+    index, made = write_report(
+        out_dir,
+        lambda files_dir: build_report(
+            loaded,
+            options,
+            load=load_more,
+            registry=state.registry(),
+            workspace=state.workspace(),
+            recipes=parsed,
+            study=study_spec,
+            files_dir=files_dir,
+        ),
+    )
+    report_notes(made.table)
+    for warning in made.warnings:
+        err.print(f"warning: {warning}", markup=False, highlight=False)
+    drawn = sum(1 for figure in made.figures if not figure.skipped)
+    approaches, benches = made.table.wide.shape
+    err.print(f"{approaches} approach(es) x {benches} benchmark(s); {drawn} of {len(made.figures)} recipe(s) drawn", highlight=False)
+    out.print(f"wrote {index}", highlight=False)
+
+
+def _recipes(targets: list[Path] | None) -> list[Recipe]:
+    if not targets:
+        if not DEFAULT_RECIPES.is_dir():
+            return []
+        targets = [DEFAULT_RECIPES]
+    return [load_recipe(path) for target in targets for path in recipe_paths(target)]
