@@ -1,4 +1,9 @@
-"""Where results come from: `--results liu2023|store|<leaderboard>|FILE.csv`, combined.
+"""Where results come from: `--results liu2023|store|study:FILE.toml|<leaderboard>|FILE.csv`, combined.
+
+`study:analysis/studies/X.toml` is exactly the finished jobs of that study's plan (its job
+keys, so budgets and overrides count), with the study's hyperparameter setting ids and
+seeds; other jobs in the same runs directory on the same approaches and benchmarks are not
+in it.
 
 Several sources can be combined (`--results liu2023 --results store`, or `liu2023+store`):
 e.g. one approach run locally placed among the 20 published ones. When two sources hold
@@ -7,8 +12,10 @@ the same (approach, benchmark) cell, the later one replaces it and a note says s
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -17,11 +24,16 @@ from concur.analysis.reference import liu2023, liu2023_published_squad
 from concur.analysis.tidy import read_tidy_csv, tidy_frame
 from concur.data.sources import SourceLocator
 from concur.errors import ConcurError, MissingSourceError, UnknownNameError
+from concur.registry.registry import Registry, default_registry
+from concur.runner.jobdir import JobState
 from concur.runner.store import Store
+from concur.runner.study import load_study, plan_study
+from concur.workspace import Workspace
 
 STORE = "store"
+STUDY_PREFIX = "study:"  # `study:FILE.toml`, a study's own results
 REFERENCES = {"liu2023": liu2023, "liu2023-published": liu2023_published_squad}
-NAMED_SOURCES = (*REFERENCES, STORE, *LEADERBOARDS)
+NAMED_SOURCES = (*REFERENCES, STORE, f"{STUDY_PREFIX}FILE.toml", *LEADERBOARDS)
 SEPARATOR = "+"
 OK_STATUS = "ok"
 
@@ -35,15 +47,16 @@ class Results:
     notes: tuple[str, ...]
 
 
-def load_results(requests: list[str], *, store_path: Path, locator: SourceLocator) -> Results:
-    """Read and combine every requested source, in order."""
+def load_results(requests: list[str], *, store_path: Path, locator: SourceLocator, registry: Registry | None = None) -> Results:
+    """Read and combine every requested source, in order; `registry` resolves a study's names (default: the built-in
+    specs and $CONCUR_REGISTRY), and its runs directory is the one holding `store_path`."""
     names = [part for request in requests for part in _split(request)]
     if not names:
         raise ConcurError(f"no results given; use --results with one of {', '.join(NAMED_SOURCES)} or a CSV file")
     frames: list[pd.DataFrame] = []
     notes: list[str] = []
     for name in names:
-        frame, source_notes = _load_one(name, store_path, locator)
+        frame, source_notes = _load_one(name, store_path, locator, registry)
         notes.extend(source_notes)
         frames.append(frame.assign(source=name))
     combined, overridden = _combine(frames)
@@ -57,11 +70,59 @@ def store_results(store_path: Path) -> tuple[pd.DataFrame, list[str]]:
         raise MissingSourceError(f"no results store at {store_path}; run jobs with `concur run` first, or pass --runs-dir")
     rows = Store(store_path).rows()
     ok = [row for row in rows if row["status"] == OK_STATUS]
+    _refuse_repeated_runs(ok, store_path)
     frame = pd.DataFrame(ok, columns=["approach", "benchmark", "hparam_id", "seed", "em", "f1"])
     notes = []
     if len(ok) < len(rows):
         notes.append(f"store: {len(rows) - len(ok)} failed job(s) left out (see `concur status`)")
     return tidy_frame(frame, str(store_path)), notes
+
+
+def study_results(path: Path, registry: Registry, workspace: Workspace) -> tuple[pd.DataFrame, list[str]]:
+    """The finished ("ok") jobs of a study's plan as a tidy table, with the study's setting ids and seeds.
+
+    Read through the plan (the job keys the study computes), so the jobs of another study or
+    another budget on the same approaches and benchmarks are left out; failed and unfinished
+    jobs are counted in a note.
+    """
+    study = load_study(path)
+    plan = plan_study(registry, study, workspace)
+    done = [planned for planned in plan.jobs if planned.state == JobState.DONE.value and planned.result is not None]
+    frame = pd.DataFrame(
+        [
+            {
+                "approach": planned.point.approach.id,
+                "benchmark": planned.point.bench.id,
+                "hparam_id": planned.point.setting.id,
+                "seed": planned.point.seed,
+                "em": planned.result["scores"]["exact_match"],
+                "f1": planned.result["scores"]["f1"],
+            }
+            for planned in done
+        ],
+        columns=["approach", "benchmark", "hparam_id", "seed", "em", "f1"],
+    )
+    notes = []
+    if len(done) < len(plan.jobs):
+        states = plan.counts()
+        left = ", ".join(f"{count} {state}" for state, count in sorted(states.items()) if state != JobState.DONE.value)
+        notes.append(f"study {study.name}: {len(done)} of {len(plan.jobs)} jobs finished; left out: {left} (`concur study plan {path}`)")
+    return tidy_frame(frame, str(path)), notes
+
+
+def _refuse_repeated_runs(rows: list[dict[str, Any]], store_path: Path) -> None:
+    """Two finished jobs with the same approach, benchmark, setting id and seed (e.g. a budgeted and a full run)
+    are two results for one cell of the table; name them and say how to pick a study's."""
+    keys: dict[tuple[Any, ...], list[str]] = defaultdict(list)
+    for row in rows:
+        keys[(row["approach"], row["benchmark"], row["hparam_id"], row["seed"])].append(row["key"])
+    for (approach, bench, hparam_id, seed), jobs in keys.items():
+        if len(jobs) > 1:
+            raise ConcurError(
+                f"the store at {store_path} holds {len(jobs)} runs of {approach} on {bench} (hparams {hparam_id}, seed {seed}), "
+                f"jobs {', '.join(sorted(jobs))} (another budget, overrides or spec version); "
+                f"choose one study's jobs with --results {STUDY_PREFIX}FILE.toml"
+            )
 
 
 def _split(request: str) -> list[str]:
@@ -70,11 +131,13 @@ def _split(request: str) -> list[str]:
     return [part.strip() for part in request.split(SEPARATOR) if part.strip()]
 
 
-def _load_one(name: str, store_path: Path, locator: SourceLocator) -> tuple[pd.DataFrame, list[str]]:
+def _load_one(name: str, store_path: Path, locator: SourceLocator, registry: Registry | None) -> tuple[pd.DataFrame, list[str]]:
     if name in REFERENCES:
         return REFERENCES[name](), []
     if name == STORE:
         return store_results(store_path)
+    if name.startswith(STUDY_PREFIX):
+        return study_results(Path(name.removeprefix(STUDY_PREFIX)), registry or default_registry(), Workspace(store_path.parent))
     if name in LEADERBOARDS:
         imported = load_leaderboard(name, locator)
         return imported.frame, list(imported.notes)

@@ -14,7 +14,9 @@ from concur.cli.common import SOURCE_DIR_OPTION, Format, Settings, err, out, pri
 from concur.data.prepare import prepare
 from concur.devices import DEVICE_CHOICES, visible_gpus
 from concur.errors import ConcurError
-from concur.runner.estimate import estimate_seconds, rates
+from concur.runner.availability import check_sources
+from concur.runner.budget import Budget
+from concur.runner.estimate import job_estimate, rates
 from concur.runner.execute import RunOptions
 from concur.runner.grid import GridRequest, expand_grid
 from concur.runner.jobdir import JobState, job_dirs
@@ -61,6 +63,11 @@ SLURM_CONFIG_OPTION = typer.Option(
     None, "--slurm-config", help="TOML with partition, account, qos, array_parallelism (default: ~/.config/concur/slurm.toml)."
 )
 WAIT_OPTION = typer.Option(True, "--wait/--no-wait", help="With Slurm: wait for the jobs, or submit and exit (collect later).")
+TRAIN_QUESTIONS_OPTION = typer.Option(
+    None, "--train-questions", min=1, help="Budget: train on a seeded subset of this many training questions (whole passages first)."
+)
+TEST_QUESTIONS_OPTION = typer.Option(None, "--test-questions", min=1, help="Budget: score a seeded subset of this many test questions.")
+SUBSET_SEED_OPTION = typer.Option(0, "--subset-seed", help="Seed of the budget's subsets.")
 
 
 @dataclass(frozen=True)
@@ -101,13 +108,18 @@ def run(
     slurm_config: Path | None = SLURM_CONFIG_OPTION,
     wait: bool = WAIT_OPTION,
     source_dir: list[Path] | None = SOURCE_DIR_OPTION,
+    train_questions: int | None = TRAIN_QUESTIONS_OPTION,
+    test_questions: int | None = TEST_QUESTIONS_OPTION,
+    subset_seed: int = SUBSET_SEED_OPTION,
 ) -> None:
     """Train each APPROACH on each BENCH's train split, test on its test split, store EM/F1.
 
     Every combination of approaches, benchmarks, hyperparameter settings and seeds is one job;
-    a job that already finished is not run again (its stored result is shown).
+    a job that already finished is not run again (its stored result is shown). Source files
+    not found locally are downloaded.
     """
-    request = GridRequest(",".join(approach), ",".join(bench), hparams=hparams, seeds=_seeds(seeds), hparam_seed=hparam_seed)
+    budget = Budget(train_questions, test_questions, subset_seed) if train_questions or test_questions else None
+    request = GridRequest(",".join(approach), ",".join(bench), hparams=hparams, seeds=_seeds(seeds), hparam_seed=hparam_seed, budget=budget)
     execution = Execution(
         device, threads, per_device_batch_size, model_path, retry_failed, workers, jobs_per_gpu, max_attempts, time_limit,
         executor, slurm_config, wait,
@@ -115,12 +127,20 @@ def run(
     run_grid(settings(ctx), request, execution, source_dir)
 
 
-def run_grid(state: Settings, request: GridRequest, execution: Execution, source_dir: list[Path] | None) -> list[Outcome]:
-    """Expand, prepare, run every job without a result, index, and report; failures end in a ConcurError."""
+def run_grid(
+    state: Settings, request: GridRequest, execution: Execution, source_dir: list[Path] | None, *, download: bool = True
+) -> list[Outcome]:
+    """Expand, check the data, prepare, run every job without a result, index, and report; failures end in a ConcurError.
+
+    Every benchmark's sources are looked for before anything is prepared or run, so a missing
+    file stops the grid at once with all missing files named; without `download` a file only
+    available online is missing too.
+    """
     registry = state.registry()
     points = expand_grid(registry, request)  # every name checked, every setting drawn, before any data is prepared
     workspace = state.workspace()
     locator = state.locator(source_dir)
+    check_sources([point.bench for point in points], locator, workspace.data_dir, download=download)
     prepared = {}
     for point in points:
         if point.bench.id not in prepared:
@@ -130,9 +150,8 @@ def run_grid(state: Settings, request: GridRequest, execution: Execution, source
     tasks = []
     for point in points:
         bench_data = prepared[point.bench.id]
-        job = make_job(point.approach, bench_data, seed=point.seed, setting=point.setting)
-        estimate = estimate_seconds(job.approach, bench_data.manifest["splits"]["train"]["questions"], rates_by_approach)
-        tasks.append(Task(job, point.approach, estimate or 0.0))
+        job = make_job(point.approach, bench_data, seed=point.seed, setting=point.setting, budget=request.budget)
+        tasks.append(Task(job, point.approach, job_estimate(job, bench_data, rates_by_approach) or 0.0))
     options = RunOptions(execution.device, execution.threads, execution.per_device_batch_size, execution.model_path, execution.retry_failed)
     echo = lambda line: err.print(line, markup=False)  # noqa: E731
     time_limit_seconds = execution.time_limit_minutes * 60 if execution.time_limit_minutes else None

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from pathlib import Path
 
 import typer
 
-from concur.cli.common import SOURCE_DIR_OPTION, Format, out, print_json, print_table, settings
+from concur.cli.common import SOURCE_DIR_OPTION, Format, err, out, print_json, print_table, settings
 from concur.cli.run_cmds import (
     ATTEMPTS_OPTION,
     DEVICE_OPTION,
@@ -27,6 +28,8 @@ from concur.cli.run_cmds import (
     collect_slurm,
     run_grid,
 )
+from concur.runner.availability import missing_message, missing_sources
+from concur.runner.budget import Budget
 from concur.runner.estimate import rates
 from concur.runner.jobdir import JobState
 from concur.runner.store import Store
@@ -35,6 +38,9 @@ from concur.runner.study import NOT_PREPARED, Plan, load_study, plan_study
 app = typer.Typer(help="Run whole studies: a grid of approaches x benchmarks x settings x seeds from a study file.", no_args_is_help=True)
 STUDY_FILE = typer.Argument(..., exists=True, dir_okay=False, help="A study file, e.g. analysis/studies/liu2023.toml.")
 FINISHED = (JobState.DONE.value, JobState.FAILED.value)
+DOWNLOAD_OPTION = typer.Option(
+    False, "--download", help="Fetch source files not found locally from their official URLs (needs internet); else they stop the run."
+)
 
 
 @app.command("plan")
@@ -42,9 +48,11 @@ def plan_command(
     ctx: typer.Context,
     file: Path = STUDY_FILE,
     output: Format = typer.Option(Format.table, "--format", help="table or json"),
+    source_dir: list[Path] | None = SOURCE_DIR_OPTION,
 ) -> None:
-    """The study's jobs, how many are done, and the device-hours still to spend by the durations measured so far."""
-    _show(ctx, file, output, sync=False)
+    """The study's jobs, how many are done, the device-hours still to spend by the durations measured
+    so far, and the source files missing on this machine."""
+    _show(ctx, file, output, source_dir, sync=False)
 
 
 @app.command("collect")
@@ -52,9 +60,10 @@ def collect_command(
     ctx: typer.Context,
     file: Path = STUDY_FILE,
     output: Format = typer.Option(Format.table, "--format", help="table or json"),
+    source_dir: list[Path] | None = SOURCE_DIR_OPTION,
 ) -> None:
     """Index every result the workers wrote (also after the driver exited), then show the plan."""
-    _show(ctx, file, output, sync=True)
+    _show(ctx, file, output, source_dir, sync=True)
 
 
 @app.command("run")
@@ -74,17 +83,22 @@ def run_command(
     slurm_config: Path | None = SLURM_CONFIG_OPTION,
     wait: bool = WAIT_OPTION,
     source_dir: list[Path] | None = SOURCE_DIR_OPTION,
+    download: bool = DOWNLOAD_OPTION,
 ) -> None:
-    """Run every job of the study that has no result yet (rerunning it runs only what is missing)."""
+    """Run every job of the study that has no result yet (rerunning it runs only what is missing).
+
+    Every benchmark's source files are looked for first; any missing one stops the study
+    before a job starts, with each missing file and how to get it.
+    """
     study = load_study(file)
     execution = Execution(
         device, threads, per_device_batch_size, model_path, retry_failed, workers, jobs_per_gpu, max_attempts, time_limit,
         executor, slurm_config, wait,
     )  # fmt: skip
-    run_grid(settings(ctx), study.grid, execution, source_dir)
+    run_grid(settings(ctx), study.grid, execution, source_dir, download=download)
 
 
-def _show(ctx: typer.Context, file: Path, output: Format, *, sync: bool) -> None:
+def _show(ctx: typer.Context, file: Path, output: Format, source_dir: list[Path] | None, *, sync: bool) -> None:
     state = settings(ctx)
     study = load_study(file)
     workspace = state.workspace()
@@ -93,11 +107,17 @@ def _show(ctx: typer.Context, file: Path, output: Format, *, sync: bool) -> None
         collect_slurm(workspace, store)
         store.sync(workspace.jobs_dir)
     plan = plan_study(state.registry(), study, workspace, rates(store.rows()))
+    locator = state.locator(source_dir)
+    missing = missing_sources((planned.point.bench for planned in plan.jobs), locator, workspace.data_dir)
     if output is Format.json:
         print_json(
             {
                 "study": study.name,
                 "counts": dict(plan.counts()),
+                "budget": dataclasses.asdict(study.grid.budget) if study.grid.budget else None,
+                "missing_sources": [
+                    {"path": item.source.path, "benchmarks": list(item.benchmarks), "download": item.source.origin} for item in missing
+                ],
                 "jobs": [
                     {
                         "approach": planned.point.approach.id,
@@ -113,12 +133,16 @@ def _show(ctx: typer.Context, file: Path, output: Format, *, sync: bool) -> None
                 ],
             }
         )
-        return
-    out.print(_summary(study.name, plan))
-    print_table(None, ["approach", "jobs", "done", "failed", "to run", "device-h spent", "device-h to go"], _rows(plan))
+    else:
+        out.print(_summary(study.name, plan, study.grid.budget))
+        print_table(None, ["approach", "jobs", "done", "failed", "to run", "device-h spent", "device-h to go"], _rows(plan))
+    if missing:
+        err.print(
+            f"warning: `concur study run` would stop before any job: {missing_message(missing, locator, download=False)}", markup=False
+        )
 
 
-def _summary(name: str, plan: Plan) -> str:
+def _summary(name: str, plan: Plan, budget: Budget | None) -> str:
     counts = plan.counts()
     approaches = len({planned.point.approach.id for planned in plan.jobs})
     benches = len({planned.point.bench.id for planned in plan.jobs})
@@ -127,6 +151,9 @@ def _summary(name: str, plan: Plan) -> str:
     parts = "  ".join(f"{counts[state]:,} {state}" for state in sorted(counts))
     plural = "s" if seeds != 1 else ""
     shape = f"{approaches} approaches x {benches} benchmarks x {settings_} settings x {seeds} seed{plural}"
+    if budget is not None:
+        limits = [f"{limit:,} {split}" for split, limit in budget.limits().items() if limit is not None]
+        shape += f"; budget: at most {' / '.join(limits)} questions, seed {budget.seed}"
     return f"{name}: {len(plan.jobs):,} jobs ({shape}): {parts}"
 
 

@@ -13,6 +13,10 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from concur.data.prepare import PreparedBenchmark
+from concur.runner.budget import QUESTIONS
+from concur.runner.jobs import Job
+
 
 def rates(rows: Iterable[Mapping[str, Any]]) -> dict[str, float]:
     """Median device-seconds per training question of each approach, over its finished ("ok") jobs."""
@@ -28,3 +32,10 @@ def estimate_seconds(approach: str, train_questions: int | None, rates_by_approa
     if train_questions is None or approach not in rates_by_approach:
         return None
     return rates_by_approach[approach] * train_questions
+
+
+def job_estimate(job: Job, bench: PreparedBenchmark, rates_by_approach: Mapping[str, float]) -> float | None:
+    """A job's estimated device-seconds from the training questions it sees: its budget's subset where it has one."""
+    cut = job.subset.get("train")
+    questions = cut[QUESTIONS] if cut else bench.manifest["splits"]["train"][QUESTIONS]
+    return estimate_seconds(job.approach, questions, rates_by_approach)

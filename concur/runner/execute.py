@@ -1,6 +1,8 @@
 """Execute one job into its directory: train, predict, score, account; the worker side of every executor.
 
-The approach only trains and answers; scoring uses the framework's official metric. The
+The approach only trains and answers; scoring uses the framework's official metric. A job
+with a budget's subset (`concur.runner.budget`) gives the approach only that subset of the
+training split and scores the subset of the test split; the sizes are recorded. The
 result file is written last and atomically, so a job killed at any point leaves no result
 and simply runs again. Faults are recorded, never lost: an exception becomes a failed
 result with its traceback; CUDA running out of memory retries the job with half the
@@ -24,10 +26,11 @@ from typing import Any
 
 from concur.approaches.base import RunContext, build_approach
 from concur.approaches.implementations import batch_size
-from concur.data.prepare import PreparedBenchmark
+from concur.data.prepare import SPLITS, PreparedBenchmark
 from concur.devices import device_description, resolve_device, software_versions
 from concur.metrics import evaluate
 from concur.registry.specs import ApproachSpec
+from concur.runner.budget import apply_subset
 from concur.runner.jobdir import JobDir
 from concur.runner.jobs import Job
 from concur.workspace import Workspace
@@ -118,7 +121,14 @@ def _execute(
     meter = _Meter(device)
     try:
         log(f"job {job.key}: {job.describe()} on {result['device']}")
-        train_split, test_split = bench.load("train"), bench.load("test")
+        splits, subset = apply_subset({name: bench.load(name) for name in SPLITS}, job.subset)
+        if subset:
+            result["subset"] = subset
+            log(
+                "subset of the budget: "
+                + "; ".join(f"{cut['questions']:,} of {cut['of_questions']:,} {name} questions" for name, cut in subset.items())
+            )
+        train_split, test_split = splits["train"], splits["test"]
         predictions = _train_and_predict(job, spec, train_split, test_split, context, result, log)
         scores = evaluate(test_split.gold_answers(), predictions)
         job_dir.write_predictions(predictions)

@@ -2,21 +2,25 @@
 
 `bert-*`, `family:human`, `squad,qamr`: each item must match a registered spec, so a typo is
 an error with the closest name before anything runs. Approaches registered but not yet
-runnable are refused, and every sampled setting is checked against the implementation's
-hyperparameter rules, so a grid that expands runs.
+runnable are refused, and every setting (with a study's overrides, which apply to every
+setting of their approach: setting 0 and the drawn ones alike) is checked against the
+implementation's hyperparameter rules, so a grid that expands runs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from concur.analysis.selection import select
 from concur.approaches.base import ensure_runnable
 from concur.approaches.implementations import validate_hparams
-from concur.errors import ConcurError
+from concur.errors import ConcurError, SpecError, closest
 from concur.registry.registry import Registry
 from concur.registry.specs import APPROACH_FAMILIES, BENCHMARK_FAMILIES, ApproachSpec, BenchmarkSpec
+from concur.runner.budget import Budget
 from concur.runner.hparams import HparamSetting, hparam_settings
 
 REGISTRY_SCOPE = ""  # messages say "unknown approach 'x'", as the registry does
@@ -29,6 +33,9 @@ class GridRequest:
     hparams: int = 1  # settings per approach: 0 = its published one, then samples
     seeds: tuple[int, ...] = (0,)
     hparam_seed: int = 0  # the study's sampling seed: the same study always samples the same settings
+    budget: Budget | None = None  # seeded subsets of every benchmark's splits (None: whole splits)
+    overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # approach id -> hyperparameters set in every setting
+    origin: Path | None = None  # the study file the request comes from, named by errors in it
 
 
 @dataclass(frozen=True)
@@ -50,7 +57,11 @@ def expand_grid(registry: Registry, request: GridRequest) -> list[GridPoint]:
         raise ConcurError("a study needs at least one seed")
     approaches = select_approaches(registry, request.approaches)
     benches = select_benchmarks(registry, request.benches)
-    settings = {spec.id: _checked_settings(spec, request.hparams, request.hparam_seed) for spec in approaches}
+    _check_override_ids(request, [spec.id for spec in approaches], [spec.id for spec in registry.approaches()])
+    settings = {
+        spec.id: _checked_settings(spec, request.hparams, request.hparam_seed, request.overrides.get(spec.id, {}), request.origin)
+        for spec in approaches
+    }
     return [
         GridPoint(spec, bench, setting, seed)
         for bench in benches
@@ -80,13 +91,42 @@ def request_from_lists(approaches: Sequence[str], benches: Sequence[str], **opti
     return GridRequest(",".join(approaches), ",".join(benches), **options)  # type: ignore[arg-type]
 
 
-def _checked_settings(spec: ApproachSpec, count: int, study_seed: int) -> list[HparamSetting]:
-    settings = hparam_settings(spec, count, study_seed)
+def _check_override_ids(request: GridRequest, chosen: list[str], registered: list[str]) -> None:
+    """Every overridden approach must be one the grid runs: an override of any other would silently do nothing."""
+    for name in request.overrides:
+        if name in chosen:
+            continue
+        if name in registered:
+            problem = f"approach {name!r} is not among this study's approaches ({', '.join(chosen)})"
+        else:
+            hint = closest(name, chosen) or closest(name, registered)
+            problem = f"unknown approach {name!r}" + (
+                f"; did you mean {hint!r}?" if hint else f"; this study's approaches: {', '.join(chosen)}"
+            )
+        raise _override_error(request.origin, f"hparams.{name}", problem)
+
+
+def _override_error(origin: Path | None, field_name: str, problem: str) -> ConcurError:
+    return SpecError(origin, field_name, problem) if origin else ConcurError(f"hyperparameter override {field_name}: {problem}")
+
+
+def _checked_settings(
+    spec: ApproachSpec, count: int, study_seed: int, overrides: Mapping[str, Any], origin: Path | None
+) -> list[HparamSetting]:
+    """The approach's settings with the overrides applied to each, all checked by the implementation's rules."""
+    table = f"hparams.{spec.id}"
+    if overrides:
+        problem = validate_hparams(spec.implementation, {**spec.hparams, **overrides})
+        if problem is not None:
+            name, message = problem
+            where = f"{table}.{name}" if name in overrides else table
+            what = message if name in overrides or name is None else f"{name} {message}"
+            raise _override_error(origin, where, f"{what} (approach {spec.id!r}, {spec.file})")
+    settings = [HparamSetting(drawn.id, {**drawn.values, **overrides}) for drawn in hparam_settings(spec, count, study_seed)]
     for setting in settings:
         problem = validate_hparams(spec.implementation, setting.values)
         if problem is not None:
             name, message = problem
-            raise ConcurError(
-                f"approach {spec.id!r} ({spec.file}): hyperparameter setting {setting.id} drawn from [space]: {name} {message}"
-            )
+            drawn = "drawn from [space]" + (f" with the overrides of {table}" + (f" in {origin}" if origin else "") if overrides else "")
+            raise ConcurError(f"approach {spec.id!r} ({spec.file}): hyperparameter setting {setting.id} {drawn}: {name} {message}")
     return settings

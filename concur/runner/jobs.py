@@ -2,21 +2,25 @@
 
 Its key is a content hash (DESIGN.md, "Job key"): the approach's resolved spec (id,
 implementation, model, hyperparameters), the benchmark's id and data hash, the seed and
-`concur.RESULT_VERSION`. Same key, same job: a finished key is never run twice, and any
-change to what the job computes gives a new key. Descriptive spec fields (names,
-citations) are not part of it.
+`concur.RESULT_VERSION`, and, only when a study's budget cuts the benchmark's splits, the
+subset taken (its size and seed; `concur.runner.budget`). Same key, same job: a finished key
+is never run twice, and any change to what the job computes gives a new key. Descriptive
+spec fields (names, citations) are not part of it, and a job without a subset has the key
+it had before budgets existed.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from concur import RESULT_VERSION
 from concur.data.prepare import PreparedBenchmark
 from concur.registry.specs import ApproachSpec
+from concur.runner.budget import Budget
 from concur.runner.hparams import PUBLISHED, HparamSetting
 
 KEY_LENGTH = 16  # hex digits: 64 bits, collision-free for any study's number of jobs
@@ -32,20 +36,29 @@ class Job:
     implementation: str
     model: dict[str, Any]
     data_hash: str
+    subset: dict[str, dict[str, int]] = field(default_factory=dict)  # split -> {"questions", "seed"}; empty: whole splits
+
+    @classmethod
+    def from_definition(cls, definition: Mapping[str, Any]) -> Job:
+        """The job a `job.json` or request defines (one written before budgets existed has no subset)."""
+        return cls(**{f.name: definition[f.name] for f in fields(cls) if f.name in definition})
 
     @property
     def key(self) -> str:
-        content = {
+        content: dict[str, Any] = {
             "approach": {"id": self.approach, "implementation": self.implementation, "model": self.model, "hparams": self.hparams},
             "benchmark": {"id": self.benchmark, "data_hash": self.data_hash},
             "seed": self.seed,
             "result_version": RESULT_VERSION,
         }
+        if self.subset:
+            content["subset"] = self.subset
         encoded = json.dumps(content, sort_keys=True, separators=(",", ":")).encode()
         return hashlib.sha256(encoded).hexdigest()[:KEY_LENGTH]
 
     def describe(self) -> str:
-        return f"{self.approach} on {self.benchmark} (hparams {self.hparam_id}, seed {self.seed})"
+        cut = ", ".join(f"{cut['questions']:,} {split} questions" for split, cut in self.subset.items())
+        return f"{self.approach} on {self.benchmark} (hparams {self.hparam_id}, seed {self.seed}{', ' + cut if cut else ''})"
 
     def definition(self) -> dict[str, Any]:
         """What `job.json` records: everything needed to understand and rerun the job."""
@@ -60,11 +73,15 @@ class Job:
             "model": self.model,
             "data_hash": self.data_hash,
             "result_version": RESULT_VERSION,
+            **({"subset": self.subset} if self.subset else {}),
         }
 
 
-def make_job(spec: ApproachSpec, bench: PreparedBenchmark, *, seed: int, setting: HparamSetting | None = None) -> Job:
-    """The job of `spec` with a hyperparameter setting (default: its published one, setting 0) on a prepared benchmark."""
+def make_job(
+    spec: ApproachSpec, bench: PreparedBenchmark, *, seed: int, setting: HparamSetting | None = None, budget: Budget | None = None
+) -> Job:
+    """The job of `spec` with a hyperparameter setting (default: its published one, setting 0) on a prepared
+    benchmark, on the subset of its splits that `budget` takes (default: the whole splits)."""
     setting = setting or HparamSetting(PUBLISHED, dict(spec.hparams))
     return Job(
         approach=spec.id,
@@ -75,4 +92,5 @@ def make_job(spec: ApproachSpec, bench: PreparedBenchmark, *, seed: int, setting
         implementation=spec.implementation,
         model=dict(spec.model),
         data_hash=bench.data_hash,
+        subset=budget.subset(bench.manifest) if budget else {},
     )

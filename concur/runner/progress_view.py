@@ -1,7 +1,8 @@
 """A live view of a grid being run: done / running / failed / pending, the running jobs, and an ETA.
 
 In a terminal it is a table redrawn in place (rich); elsewhere (logs, CI) each start and end
-is one line, so a log of a days-long study stays readable.
+is one line, so a log of a days-long study stays readable. Either way, the last line says how
+many jobs ran and the wall time they took, the number a time budget is about.
 """
 
 from __future__ import annotations
@@ -29,11 +30,14 @@ class GridProgress:
         self.started_at: dict[str, float] = {}
         self.devices: dict[str, str] = {}
         self.counts: Counter[str] = Counter()
+        self.ran: Counter[str] = Counter()  # outcomes of the jobs run by this driver, by state
+        self.opened = time.monotonic()
         self.running: list[Any] = []
         self.pending: list[Any] = []
         self.live = Live(console=STDERR, refresh_per_second=REFRESHES_PER_SECOND, transient=True) if progress_enabled() else None
 
     def __enter__(self) -> GridProgress:
+        self.opened = time.monotonic()
         if self.live is not None:
             self.live.start()
         return self
@@ -41,6 +45,15 @@ class GridProgress:
     def __exit__(self, *exc: object) -> None:
         if self.live is not None:
             self.live.stop()
+        if self.started_at or self.ran:
+            self.echo(self.wall_line())
+
+    def wall_line(self) -> str:
+        """`4 jobs ran (3 done, 1 failed) in 0:12:31 wall time`."""
+        states = ", ".join(f"{count} {state}" for state, count in sorted(self.ran.items()))
+        ran = sum(self.ran.values())
+        wall = timedelta(seconds=round(time.monotonic() - self.opened))
+        return f"{ran} job{'s' if ran != 1 else ''} ran" + (f" ({states})" if states else "") + f" in {wall} wall time"
 
     def started(self, task: Any, gpu: str | None) -> None:
         key = task.job.key
@@ -51,6 +64,7 @@ class GridProgress:
 
     def finished(self, outcome: Any) -> None:
         self.counts[outcome.state.value] += 1
+        self.ran[outcome.state.value] += 1
         if self.live is None:
             self.echo(f"{self._position()} {self._describe(outcome)}")
 

@@ -58,8 +58,7 @@ class JobRequest:
 def run_request(request: JobRequest, echo: Any = print) -> dict[str, Any]:
     """Execute the requested job into its directory; a request that no longer matches its specs fails there."""
     workspace = Workspace(Path(request.runs_dir))
-    definition = request.job
-    job = Job(**{name: definition[name] for name in (f.name for f in dataclasses.fields(Job))})
+    job = Job.from_definition(request.job)
     try:
         spec, bench = _resolve(request, workspace, job)
     except ConcurError as error:

@@ -17,7 +17,7 @@ import sqlite_utils
 from concur.runner.jobdir import job_dirs
 
 TABLE = "jobs"
-_JSON_COLUMNS = ("hparams", "versions")
+_JSON_COLUMNS = ("hparams", "versions", "subset")
 COLUMNS: dict[str, type] = {
     "key": str,
     "approach": str,
@@ -45,6 +45,7 @@ COLUMNS: dict[str, type] = {
     "attempts": int,
     "versions": str,
     "hparams": str,
+    "subset": str,  # a budget's subset of the splits, {split: {"questions", "seed"}}; NULL for whole splits
     "error": str,
     "traceback": str,
     "started_at": str,
@@ -126,6 +127,7 @@ def row_from_result(result: dict[str, Any], job_dir: Path) -> dict[str, Any]:
         "attempts": 1 + len(result.get("previous_attempts") or []),
         "versions": json.dumps(result.get("versions") or {}, sort_keys=True),
         "hparams": json.dumps(job["hparams"], sort_keys=True),
+        "subset": json.dumps(job["subset"], sort_keys=True) if job.get("subset") else None,
         "error": result.get("error"),
         "traceback": result.get("traceback"),
         "started_at": result.get("started_at"),

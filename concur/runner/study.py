@@ -9,6 +9,26 @@ hparam_seed = 0      # the study's sampling seed
 seeds = [0]
 ```
 
+A study may also set a budget and overrides (TOML cannot have both `hparams = 6` and a table
+`[hparams.x]`, so with overrides the number of settings is `count` in `[hparams]`):
+
+```toml
+[budget]             # seeded subsets every job of the study sees (concur.runner.budget)
+train_questions = 1500
+test_questions = 1000   # optional; EM is then on this subset of the test split
+seed = 0                # default 0
+
+[hparams]
+count = 1            # settings per approach (default 1)
+[hparams.minilm-l6]  # hyperparameters set in every setting of one approach, checked like its spec's
+epochs = 1.0
+max_seq_length = 256
+```
+
+A budget and overrides keep every id (results stay comparable with a published table by
+approach and benchmark) and change what jobs compute, so they are part of the job keys: a
+budgeted job and a full one are different jobs. A study without them has the keys it always had.
+
 `plan` turns the grid into jobs and reads their state from the job directories: done,
 failed, running, interrupted, pending, or not yet plannable because the benchmark's data is
 not prepared (a job's key includes its data hash).
@@ -16,8 +36,10 @@ not prepared (a job's key includes its data hash).
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,14 +48,19 @@ from concur.data.prepare import PreparedBenchmark, prepared
 from concur.errors import SpecError
 from concur.registry.registry import Registry
 from concur.registry.tables import DESCRIPTIVE_KEYS, Table
-from concur.runner.estimate import estimate_seconds
+from concur.runner.budget import Budget
+from concur.runner.estimate import job_estimate
 from concur.runner.grid import GridPoint, GridRequest, expand_grid
 from concur.runner.jobdir import JobDir
 from concur.runner.jobs import Job, make_job
 from concur.workspace import Workspace
 
 NOT_PREPARED = "not prepared"  # a job state: its benchmark has no materialised data yet, so no key
-_KEYS = DESCRIPTIVE_KEYS | {"approaches", "benches", "hparams", "hparam_seed", "seeds"}
+_KEYS = DESCRIPTIVE_KEYS | {"approaches", "benches", "hparams", "hparam_seed", "seeds", "budget"}
+_BUDGET_KEYS = frozenset({"train_questions", "test_questions", "seed"})
+HPARAMS_COUNT = "count"  # in an [hparams] table of overrides: the number of settings per approach
+_COUNT_LINE = re.compile(r"^\s*hparams\s*=", re.MULTILINE)
+_OVERRIDE_TABLE = re.compile(r"^\s*\[\s*hparams\s*\.", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -51,6 +78,7 @@ class PlannedJob:
     state: str
     estimate_seconds: float | None
     measured_seconds: float | None = None  # device-seconds of a finished job
+    result: dict[str, Any] | None = None  # its result.json, once finished
 
 
 @dataclass
@@ -62,16 +90,21 @@ class Plan:
 
 
 def load_study(path: Path) -> Study:
-    """Read and check a study file; errors name the file and the field."""
+    """Read and check a study file; errors name the file and the field.
+
+    Names, budgets and overrides are checked against the registry when the grid is expanded.
+    """
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
     except (OSError, tomllib.TOMLDecodeError) as error:
-        raise SpecError(path, None, f"is not a readable TOML file ({error})") from error
+        hint = ""
+        if isinstance(error, tomllib.TOMLDecodeError) and _COUNT_LINE.search(text) and _OVERRIDE_TABLE.search(text):
+            hint = "; `hparams = N` and [hparams.<approach>] tables cannot both be given: write the number as `count = N` under [hparams]"
+        raise SpecError(path, None, f"is not a readable TOML file ({error}){hint}") from error
     table = Table(data, path)
     table.reject_unknown(_KEYS)
-    hparams = table.get("hparams", int, 1)
-    if hparams < 1:
-        raise table.error("hparams", f"must be at least 1 (setting 0 is each approach's published one), got {hparams}")
+    hparams, overrides = _hparams(table)
     seeds = table.get("seeds", list, [0])
     if not seeds or not all(isinstance(seed, int) and not isinstance(seed, bool) for seed in seeds):
         raise table.error("seeds", f"must be a non-empty list of integers, got {seeds!r}")
@@ -81,6 +114,9 @@ def load_study(path: Path) -> Study:
         hparams=hparams,
         seeds=tuple(seeds),
         hparam_seed=table.get("hparam_seed", int, 0),
+        budget=_budget(table),
+        overrides=overrides,
+        origin=path,
     )
     return Study(table.get("name", str, path.stem), path, grid, table.get("description", str, ""))
 
@@ -89,9 +125,10 @@ def plan_study(
     registry: Registry,
     study: Study,
     workspace: Workspace,
-    rates_by_approach: dict[str, float],
+    rates_by_approach: Mapping[str, float] | None = None,
 ) -> Plan:
-    """Every job of the study with its state and, where the approach was measured, its estimated device-seconds."""
+    """Every job of the study with its state, its result once finished and, where the approach was
+    measured, its estimated device-seconds."""
     benches: dict[str, PreparedBenchmark | None] = {}
     plan = Plan()
     for point in expand_grid(registry, study.grid):
@@ -101,14 +138,51 @@ def plan_study(
         if bench is None:
             plan.jobs.append(PlannedJob(point, None, NOT_PREPARED, None))
             continue
-        job = make_job(point.approach, bench, seed=point.seed, setting=point.setting)
+        job = make_job(point.approach, bench, seed=point.seed, setting=point.setting, budget=study.grid.budget)
         job_dir = JobDir(workspace.jobs_dir / job.key)
-        result = job_dir.result() or {}
-        measured = (result.get("accounting") or {}).get("device_seconds")
-        questions = bench.manifest["splits"]["train"]["questions"]
-        estimate = estimate_seconds(point.approach.id, questions, rates_by_approach)
-        plan.jobs.append(PlannedJob(point, job, job_dir.state().value, estimate, measured))
+        result = job_dir.result()
+        measured = ((result or {}).get("accounting") or {}).get("device_seconds")
+        estimate = job_estimate(job, bench, rates_by_approach or {})
+        plan.jobs.append(PlannedJob(point, job, job_dir.state().value, estimate, measured, result))
     return plan
+
+
+def _hparams(table: Table) -> tuple[int, dict[str, dict[str, Any]]]:
+    """`hparams = N`, or an [hparams] table of per-approach overrides with an optional `count = N` (default 1)."""
+    if isinstance(table.data.get("hparams"), dict):
+        section = Table(table.data["hparams"], table.path, "hparams.")
+        count = section.get(HPARAMS_COUNT, int, 1)
+        overrides = {}
+        for approach in section.data:
+            if approach == HPARAMS_COUNT:
+                continue
+            values = section.get(approach, dict)
+            if not values:
+                raise section.error(approach, "is an empty table; give the hyperparameters to set, e.g. epochs = 1.0")
+            overrides[approach] = dict(values)
+        where = "hparams.count"
+    else:
+        count, overrides, where = table.get("hparams", int, 1), {}, "hparams"
+    if count < 1:
+        raise SpecError(table.path, where, f"must be at least 1 (setting 0 is each approach's published one), got {count}")
+    return count, overrides
+
+
+def _budget(table: Table) -> Budget | None:
+    """The [budget] table: positive question counts and a seed; at least one count."""
+    section = table.table("budget")
+    if section is None:
+        return None
+    section.reject_unknown(_BUDGET_KEYS)
+    limits = {}
+    for key in ("train_questions", "test_questions"):
+        value = section.get(key, int)
+        if value is not None and value < 1:
+            raise section.error(key, f"must be a positive number of questions, got {value}")
+        limits[key] = value
+    if not any(value is not None for value in limits.values()):
+        raise section.error(None, "sets neither train_questions nor test_questions; give one, or remove [budget]")
+    return Budget(seed=section.get("seed", int, 0), **limits)
 
 
 def _names(table: Table, key: str) -> str:
