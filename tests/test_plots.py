@@ -16,7 +16,7 @@ from matplotlib.text import Text
 from concur.analysis.ordering import cluster_order, family_order
 from concur.plots.babi import perfect_or_chance, perfect_or_chance_counts
 from concur.plots.curves import downsampling_curves, size_label
-from concur.plots.heatmap import ANNOTATE_AT_MOST, concurrence_heatmap
+from concur.plots.heatmap import ANNOTATE_AT_MOST, CELL_INCHES, concurrence_heatmap
 from concur.plots.scatter import POINT_LABEL_GID, pair_scatter, scatter_grid
 from concur.plots.style import save_figure
 from concur.registry.specs import APPROACH_FAMILIES, BENCHMARK_FAMILIES
@@ -177,6 +177,23 @@ def test_heatmap_reports_a_constant_count_once_and_drops_numbers_on_huge_matrice
     assert len(big_fig.axes[0].texts) == 0
     assert big_fig.get_size_inches()[0] > fig.get_size_inches()[0]
     assert no_overlaps([label.get_window_extent() for label in draw(big_fig).axes[0].get_yticklabels()])
+
+
+def test_long_benchmark_names_never_squeeze_the_cells_or_their_numbers():
+    """Names as the registry gives them ("SQuAD v1.1 dev (MRQA), carved 80/20 by passage") grow the figure, not shrink the matrix."""
+    ids = [f"b{index}" for index in range(8)]
+    names = {item: f"A benchmark with a long descriptive name, number {index} of 8" for index, item in enumerate(ids)}
+    matrix = pd.DataFrame(np.linspace(-0.9, 0.9, 64).reshape(8, 8), index=ids, columns=ids)
+    fig = draw(concurrence_heatmap(matrix, names=names, title="Kendall τ between every pair of benchmarks"))
+    ax = fig.axes[0]
+    cell_inches = ax.get_window_extent().width / fig.dpi / 8
+    assert cell_inches == pytest.approx(CELL_INCHES, rel=0.15)
+    cell_pixels = ax.get_window_extent().width / 8
+    assert len(ax.texts) == 64 and all(text.get_window_extent().width < cell_pixels for text in ax.texts)
+    short = draw(concurrence_heatmap(matrix, title="Kendall τ between every pair of benchmarks"))  # ids only: a smaller figure
+    assert short.get_size_inches()[0] < fig.get_size_inches()[0] and short.axes[0].get_window_extent().width == pytest.approx(
+        ax.get_window_extent().width, rel=0.05
+    )
 
 
 # ---- scatter --------------------------------------------------------------------------

@@ -174,7 +174,8 @@ def test_a_budgeted_study_runs_on_its_subsets_and_its_results_are_its_own_jobs(t
     runs = tmp_path / "runs"
     common = ["--registry", str(CHECKS), "--runs-dir", str(runs)]
     cpu = ["--device", "cpu", "--threads", "1"]
-    ran = _concur(*common, "study", "run", str(path), *cpu, "--workers", "2", "--source-dir", str(SHARED_DATA))
+    report = tmp_path / "report"
+    ran = _concur(*common, "study", "run", str(path), *cpu, "--workers", "2", "--source-dir", str(SHARED_DATA), "--report", str(report))
     assert ran.returncode == 0, ran.stderr
     # not a terminal: one line per start and end, and the wall time last
     for approach in ("tiny-rasor", "tiny-bidaf"):
@@ -182,12 +183,17 @@ def test_a_budgeted_study_runs_on_its_subsets_and_its_results_are_its_own_jobs(t
         assert re.search(
             rf"\[[12]/2\] done {approach} on babi-1 \(hparams 0, seed 0, 300 train questions, 200 test questions\): EM ", ran.stderr
         )
-    assert re.search(r"\n2 jobs ran \(2 done\) in \d+:\d\d:\d\d wall time\n$", ran.stderr)
+    assert re.search(r"\n2 jobs ran \(2 done\) in \d+:\d\d:\d\d wall time\n", ran.stderr)
     results = {}
     for result_file in (runs / "jobs").glob("*/result.json"):
         result = json.loads(result_file.read_text())
         results[result["job"]["approach"]] = result
     assert set(results) == {"tiny-rasor", "tiny-bidaf"}
+    # --report: the study's own results written up once its jobs are done
+    assert f"wrote {report / 'index.html'}" in ran.stdout
+    page = (report / "index.html").read_text()
+    for approach, result in results.items():
+        assert approach in page and f"{result['scores']['exact_match']:.2f}" in page
     for approach, epochs in (("tiny-rasor", 1.0), ("tiny-bidaf", 2.0)):  # the override; tiny-bidaf keeps its spec's
         result = results[approach]
         assert result["job"]["subset"] == {"train": {"questions": 300, "seed": 0}, "test": {"questions": 200, "seed": 0}}

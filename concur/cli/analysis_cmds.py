@@ -74,7 +74,7 @@ CONFIDENCE_OPTION = typer.Option(0.95, "--confidence", min=0.5, max=0.999, help=
 
 
 def load(state: Settings, results: list[str], source_dir: list[Path] | None) -> Results:
-    return load_results(results, store_path=state.workspace().db_path, locator=state.locator(source_dir))
+    return load_results(results, store_path=state.workspace().db_path, locator=state.locator(source_dir), registry=state.registry())
 
 
 def write_output(text: str, out_file: Path | None) -> None:

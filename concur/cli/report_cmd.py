@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import typer
@@ -19,7 +20,7 @@ from concur.cli.analysis_cmds import (
     load,
     report_notes,
 )
-from concur.cli.common import SOURCE_DIR_OPTION, err, out, settings
+from concur.cli.common import SOURCE_DIR_OPTION, Settings, err, out, settings
 from concur.cli.figures_cmd import DEFAULT_RECIPES
 from concur.recipes.spec import Recipe, load_recipe, recipe_paths
 from concur.report.content import ReportOptions, build_report
@@ -53,17 +54,32 @@ def report(
 ) -> None:
     """Write a self-contained HTML report: what was run, the EM table, r and tau with intervals, the figures, and the published numbers."""
     state = settings(ctx)
-    loaded = load(state, results, source_dir)
-    parsed = _recipes(recipes)  # all parsed before any work
-    study_spec = load_study(study) if study is not None else None
     options = ReportOptions(
-        results=loaded.sources,
+        results=(),
         policy=policy,
         benches=benches,
         approaches=approaches,
         reference=reference,
         bootstrap=BootstrapSettings(resamples, seed, confidence, interval),
     )
+    make_report(state, results, out_dir, options, recipes=recipes, study=study, source_dir=source_dir)
+
+
+def make_report(
+    state: Settings,
+    results: list[str],
+    out_dir: Path,
+    options: ReportOptions,
+    *,
+    recipes: list[Path] | None,
+    study: Path | None,
+    source_dir: list[Path] | None,
+) -> Path:
+    """Load the results, build and write the page, and say what it holds (also the end of `concur study run --report`)."""
+    loaded = load(state, results, source_dir)
+    parsed = _recipes(recipes)  # all parsed before any work
+    study_spec = load_study(study) if study is not None else None
+    options = dataclasses.replace(options, results=loaded.sources)
 
     def load_more(requests: list[str]) -> Results:
         return load(state, requests, source_dir)
@@ -88,6 +104,7 @@ def report(
     approaches, benches = made.table.wide.shape
     err.print(f"{approaches} approach(es) x {benches} benchmark(s); {drawn} of {len(made.figures)} recipe(s) drawn", highlight=False)
     out.print(f"wrote {index}", highlight=False)
+    return index
 
 
 def _recipes(targets: list[Path] | None) -> list[Recipe]:

@@ -13,7 +13,7 @@ import typer
 from concur.cli.common import SOURCE_DIR_OPTION, Format, Settings, err, out, print_json, print_table, settings
 from concur.data.prepare import prepare
 from concur.devices import DEVICE_CHOICES, visible_gpus
-from concur.errors import ConcurError
+from concur.errors import ConcurError, JobsFailedError
 from concur.runner.availability import check_sources
 from concur.runner.budget import Budget
 from concur.runner.estimate import job_estimate, rates
@@ -238,7 +238,9 @@ def _report_grid(outcomes: list[Outcome], points: int) -> None:
     print_table(title, ["approach", "benchmark", "hparams", "seed", "state", "EM", "F1", "key", "error"], rows)
     failed = counts.get(JobState.FAILED.value, 0)
     if failed:
-        raise ConcurError(f"{failed} of {len(outcomes)} jobs failed; `concur status` shows their errors, --retry-failed runs them again")
+        raise JobsFailedError(
+            f"{failed} of {len(outcomes)} jobs failed; `concur status` shows their errors, --retry-failed runs them again"
+        )
 
 
 def _seeds(text: str) -> tuple[int, ...]:

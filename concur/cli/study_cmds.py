@@ -8,7 +8,10 @@ from pathlib import Path
 
 import typer
 
-from concur.cli.common import SOURCE_DIR_OPTION, Format, err, out, print_json, print_table, settings
+from concur.analysis.results import STUDY_PREFIX
+from concur.cli.common import SOURCE_DIR_OPTION, Format, Settings, err, out, print_json, print_table, settings
+from concur.cli.figures_cmd import DEFAULT_RECIPES
+from concur.cli.report_cmd import make_report
 from concur.cli.run_cmds import (
     ATTEMPTS_OPTION,
     DEVICE_OPTION,
@@ -28,6 +31,8 @@ from concur.cli.run_cmds import (
     collect_slurm,
     run_grid,
 )
+from concur.errors import JobsFailedError
+from concur.report.content import ReportOptions
 from concur.runner.availability import missing_message, missing_sources
 from concur.runner.budget import Budget
 from concur.runner.estimate import rates
@@ -84,18 +89,42 @@ def run_command(
     wait: bool = WAIT_OPTION,
     source_dir: list[Path] | None = SOURCE_DIR_OPTION,
     download: bool = DOWNLOAD_OPTION,
+    report: Path | None = typer.Option(
+        None,
+        "--report",
+        help="Then write the study's HTML report into this directory (concur report --results study:FILE --study FILE).",
+    ),
 ) -> None:
     """Run every job of the study that has no result yet (rerunning it runs only what is missing).
 
     Every benchmark's source files are looked for first; any missing one stops the study
-    before a job starts, with each missing file and how to get it.
+    before a job starts, with each missing file and how to get it. With `--report DIR`, the
+    study's own results are then written up as one HTML page, its figures comparing every
+    benchmark with the study's `reference`.
     """
     study = load_study(file)
     execution = Execution(
         device, threads, per_device_batch_size, model_path, retry_failed, workers, jobs_per_gpu, max_attempts, time_limit,
         executor, slurm_config, wait,
     )  # fmt: skip
-    run_grid(settings(ctx), study.grid, execution, source_dir, download=download)
+    state = settings(ctx)
+    try:
+        run_grid(state, study.grid, execution, source_dir, download=download)
+    except JobsFailedError:
+        if report is None:
+            raise
+        _write_report(state, file, study.reference, report, source_dir)  # failed jobs are part of what the report shows
+        raise
+    if report is not None:
+        _write_report(state, file, study.reference, report, source_dir)
+
+
+def _write_report(state: Settings, file: Path, reference: str | None, out_dir: Path, source_dir: list[Path] | None) -> None:
+    """The study's report, with the figure recipes of ./analysis, else of the analysis/ folder holding analysis/studies/FILE."""
+    beside = file.resolve().parent.parent
+    recipes = None if DEFAULT_RECIPES.is_dir() or not any(beside.glob("*.toml")) else [beside]
+    options = ReportOptions(results=(), reference=reference)
+    make_report(state, [f"{STUDY_PREFIX}{file}"], out_dir, options, recipes=recipes, study=file, source_dir=source_dir)
 
 
 def _show(ctx: typer.Context, file: Path, output: Format, source_dir: list[Path] | None, *, sync: bool) -> None:

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import QuadMesh
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
@@ -28,7 +29,9 @@ COLORBAR_INCHES = (0.15, 0.22)  # gap to the matrix, width; the bar is as tall a
 CELL_INCHES = 0.55  # side of one cell while the matrix fits in MAX_MATRIX_INCHES
 MIN_MATRIX_INCHES = 2.5
 MAX_MATRIX_INCHES = 12.0  # larger matrices shrink their cells instead of growing off the page
-LABEL_ROOM_INCHES = 2.2  # tick labels (rotated names) and the colour bar around the matrix
+COLORBAR_ROOM_INCHES = 1.2  # the colour bar with its ticks and label, right of the matrix
+TITLE_ROOM_INCHES = 0.5
+LABEL_PAD_INCHES = 0.2  # between the tick labels and the figure's edge
 ANNOTATION_FONT_SIZE = 8
 SMALL_ANNOTATION_FONT_SIZE = 6
 SMALL_FONT_ABOVE = int(MAX_MATRIX_INCHES / CELL_INCHES)  # benchmarks: above this, cells shrink and full-size numbers no longer fit
@@ -66,7 +69,7 @@ def concurrence_heatmap(
     texts = _cell_texts(matrix, None if single is not None else aligned) if annotate and largest <= ANNOTATE_AT_MOST else None
     fontsize = ANNOTATION_FONT_SIZE if largest <= SMALL_FONT_ABOVE else SMALL_ANNOTATION_FONT_SIZE
     with figure_style():
-        fig = plt.figure(figsize=(matrix_width + LABEL_ROOM_INCHES, matrix_height + LABEL_ROOM_INCHES), layout="constrained")
+        fig = plt.figure(figsize=(matrix_width + COLORBAR_ROOM_INCHES, matrix_height + TITLE_ROOM_INCHES), layout="constrained")
         ax = fig.add_subplot()
         gap, bar = (inches / matrix_width for inches in COLORBAR_INCHES)
         colorbar_ax = ax.inset_axes((1.0 + gap, 0.0, bar, 1.0))  # follows the square matrix, unlike a layout-managed bar
@@ -86,7 +89,22 @@ def concurrence_heatmap(
         colorbar_ax.set_yticks(CONCURRENCE_TICKS)
         if title:
             ax.set_title(title)
+        _make_room_for_labels(fig, ax, matrix_width, matrix_height)
     return fig
+
+
+def _make_room_for_labels(fig: Figure, ax: Axes, matrix_width: float, matrix_height: float) -> None:
+    """Grow the figure by what the tick labels measure, so long benchmark names never squeeze the cells.
+
+    A fixed margin fits short ids; names such as "SQuAD v1.1 dev (MRQA), carved 80/20 by
+    passage" are wider than the matrix, and the layout engine would shrink the matrix, and
+    with it the cells and their numbers, to make room for them.
+    """
+    renderer = FigureCanvasAgg(fig).get_renderer() if not isinstance(fig.canvas, FigureCanvasAgg) else fig.canvas.get_renderer()
+    left = max((label.get_window_extent(renderer).width for label in ax.get_yticklabels()), default=0.0) / fig.dpi
+    below = max((label.get_window_extent(renderer).height for label in ax.get_xticklabels()), default=0.0) / fig.dpi
+    title = TITLE_ROOM_INCHES if ax.get_title() else 0.0
+    fig.set_size_inches(matrix_width + left + COLORBAR_ROOM_INCHES + LABEL_PAD_INCHES, matrix_height + below + title + LABEL_PAD_INCHES)
 
 
 def annotated_heatmap(

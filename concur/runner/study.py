@@ -7,6 +7,7 @@ benches = "family:human,squad-*"
 hparams = 6          # setting 0 = each approach's published one, 1..5 drawn from its [space]
 hparam_seed = 0      # the study's sampling seed
 seeds = [0]
+reference = "squad"  # optional: the benchmark its report's figures compare the others with
 ```
 
 A study may also set a budget and overrides (TOML cannot have both `hparams = 6` and a table
@@ -56,7 +57,7 @@ from concur.runner.jobs import Job, make_job
 from concur.workspace import Workspace
 
 NOT_PREPARED = "not prepared"  # a job state: its benchmark has no materialised data yet, so no key
-_KEYS = DESCRIPTIVE_KEYS | {"approaches", "benches", "hparams", "hparam_seed", "seeds", "budget"}
+_KEYS = DESCRIPTIVE_KEYS | {"approaches", "benches", "hparams", "hparam_seed", "seeds", "budget", "reference"}
 _BUDGET_KEYS = frozenset({"train_questions", "test_questions", "seed"})
 HPARAMS_COUNT = "count"  # in an [hparams] table of overrides: the number of settings per approach
 _COUNT_LINE = re.compile(r"^\s*hparams\s*=", re.MULTILINE)
@@ -69,6 +70,7 @@ class Study:
     file: Path
     grid: GridRequest
     description: str = ""
+    reference: str | None = None  # the benchmark its figures compare the others with (the paper's is squad)
 
 
 @dataclass
@@ -118,7 +120,7 @@ def load_study(path: Path) -> Study:
         overrides=overrides,
         origin=path,
     )
-    return Study(table.get("name", str, path.stem), path, grid, table.get("description", str, ""))
+    return Study(table.get("name", str, path.stem), path, grid, table.get("description", str, ""), table.get("reference", str))
 
 
 def plan_study(
