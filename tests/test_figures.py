@@ -272,3 +272,20 @@ def test_a_recipe_the_results_cannot_draw_is_skipped_not_failed(tmp_path):
         "table1 skipped: none of mrqa-newsqa,mrqa-nq,mrqa-drop,mrqa-hotpotqa,qamr,human besides 'squad' is in the results" in result.stdout
     )
     assert "0 drawn, 1 skipped, 0 failed" in result.stderr
+
+
+def test_the_report_lists_a_failing_recipe_and_draws_the_rest(published, tmp_path, monkeypatch):
+    from concur.analysis.view import em_table
+    from concur.report.content import ReportOptions, draw_figures
+
+    def broken(*_args):
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setitem(recipe_run.RUNNERS, "heatmap", broken)
+    recipes = [load_recipe(ANALYSIS / "all-pairs-kendall.toml"), load_recipe(ANALYSIS / "figure7.toml")]
+    registry = default_registry([])
+    table = em_table(published, policy="best", benches=None, approaches=None, registry=registry)
+    failed, drawn = draw_figures(recipes, published, table, ReportOptions(results=("liu2023",)), registry, tmp_path)
+    log = tmp_path / "all-pairs-kendall.error.log"
+    assert failed.skipped == f"failed: unexpected ZeroDivisionError: a bug (traceback in {log})" and not failed.images
+    assert drawn.skipped is None and [path.name for path in drawn.images] == ["figure7.png"]

@@ -20,7 +20,7 @@ from concur.analysis.results import STORE, Results
 from concur.errors import ConcurError, DownloadError, MissingSourceError
 from concur.fsutil import atomic_open
 from concur.recipes.run import Output, run_recipe
-from concur.recipes.spec import load_recipe
+from concur.recipes.spec import Recipe, load_recipe
 from concur.registry import Registry
 
 ERROR_LOG_SUFFIX = ".error.log"
@@ -85,15 +85,20 @@ def _draw_one(
     source = loaded[requests]
     if isinstance(source, Outcome):
         return Outcome(recipe.name, requests, source.state, reason=source.reason)
+    return draw_recipe(recipe, source, registry, out_dir, reference=reference if recipe.results is None else None)
+
+
+def draw_recipe(recipe: Recipe, results: Results, registry: Registry | None, out_dir: Path, *, reference: str | None = None) -> Outcome:
+    """Draw one parsed recipe from loaded results: drawn, skipped with the reason, or failed (a bug's traceback logged)."""
     try:
-        output = run_recipe(recipe, source, registry, out_dir, reference=reference if recipe.results is None else None)
+        output = run_recipe(recipe, results, registry, out_dir, reference=reference)
     except ConcurError as error:
-        return Outcome(recipe.name, requests, State.failed, reason=str(error))
+        return Outcome(recipe.name, results.sources, State.failed, reason=str(error))
     except Exception as error:  # a bug: keep the traceback for a report, draw the other recipes
-        return Outcome(recipe.name, requests, State.failed, reason=_logged(error, out_dir / f"{recipe.name}{ERROR_LOG_SUFFIX}"))
+        return Outcome(recipe.name, results.sources, State.failed, reason=_logged(error, out_dir / f"{recipe.name}{ERROR_LOG_SUFFIX}"))
     if output.skipped:
-        return Outcome(recipe.name, requests, State.skipped, notes=output.notes, reason=output.skipped, output=output)
-    return Outcome(recipe.name, requests, State.drawn, paths=output.paths, notes=output.notes, output=output)
+        return Outcome(recipe.name, results.sources, State.skipped, notes=output.notes, reason=output.skipped, output=output)
+    return Outcome(recipe.name, results.sources, State.drawn, paths=output.paths, notes=output.notes, output=output)
 
 
 def _load(requests: tuple[str, ...], load: Callable[[tuple[str, ...]], Results]) -> Results | Outcome:

@@ -27,7 +27,8 @@ from concur.errors import ConcurError, UnknownNameError
 from concur.plots.heatmap import concurrence_heatmap
 from concur.plots.style import save_figure
 from concur.progress import task_progress
-from concur.recipes.run import MIN_BENCHMARKS, run_recipe
+from concur.recipes.batch import State, draw_recipe
+from concur.recipes.run import MIN_BENCHMARKS
 from concur.recipes.spec import Recipe
 from concur.registry import Registry
 from concur.report.provenance import PUBLISHED, Provenance, collect_provenance, selected_rows
@@ -193,9 +194,13 @@ def _draw(recipe: Recipe, results: Results, options: ReportOptions, registry: Re
     if recipe.results is not None and tuple(recipe.results) != results.sources:
         reason = f"drawn from its own results ({'+'.join(recipe.results)}), not from these; `concur figures` draws it"
         return FigureOutput(recipe, skipped=reason)
-    output = run_recipe(recipe, results, registry, out_dir, reference=options.reference)
-    images = [path for path in output.paths if path.suffix == IMAGE_SUFFIX]
-    return FigureOutput(recipe, images, dict(output.tables), list(output.paths), list(output.notes), output.skipped, _small_n(output.paths))
+    outcome = draw_recipe(recipe, results, registry, out_dir, reference=options.reference)
+    if outcome.state is not State.drawn:  # a failed recipe is listed with its reason, as a skipped one; the report goes on
+        reason = outcome.reason if outcome.state is State.skipped else f"failed: {outcome.reason}"
+        return FigureOutput(recipe, notes=outcome.notes, skipped=reason)
+    tables = dict(outcome.output.tables) if outcome.output else {}
+    images = [path for path in outcome.paths if path.suffix == IMAGE_SUFFIX]
+    return FigureOutput(recipe, images, tables, list(outcome.paths), list(outcome.notes), None, _small_n(outcome.paths))
 
 
 def _small_n(paths: list[Path]) -> int:
