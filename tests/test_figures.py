@@ -289,3 +289,11 @@ def test_the_report_lists_a_failing_recipe_and_draws_the_rest(published, tmp_pat
     log = tmp_path / "all-pairs-kendall.error.log"
     assert failed.skipped == f"failed: unexpected ZeroDivisionError: a bug (traceback in {log})" and not failed.images
     assert drawn.skipped is None and [path.name for path in drawn.images] == ["figure7.png"]
+
+
+def test_a_reference_the_results_do_not_hold_is_named_with_the_closest_one(published, tmp_path):
+    from concur.errors import UnknownNameError
+
+    with pytest.raises(UnknownNameError, match=r"unknown reference benchmark \(in these results\) 'squadd'; did you mean 'squad'\?"):
+        draw_recipes([ANALYSIS / "table1.toml"], ["liu2023"], lambda _requests: published, None, tmp_path, reference="squadd")
+    assert not tmp_path.joinpath("table1.csv").exists()

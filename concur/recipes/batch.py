@@ -17,7 +17,7 @@ from pathlib import Path
 
 from concur.analysis.leaderboards import LEADERBOARDS
 from concur.analysis.results import STORE, Results
-from concur.errors import ConcurError, DownloadError, MissingSourceError
+from concur.errors import ConcurError, DownloadError, MissingSourceError, UnknownNameError
 from concur.fsutil import atomic_open
 from concur.recipes.run import Output, run_recipe
 from concur.recipes.spec import Recipe, load_recipe
@@ -82,6 +82,8 @@ def _draw_one(
     requests = recipe.results or default
     if requests not in loaded:
         loaded[requests] = _load(requests, load)
+        if reference is not None and recipe.results is None:
+            _check_reference(reference, loaded[requests])
     source = loaded[requests]
     if isinstance(source, Outcome):
         return Outcome(recipe.name, requests, source.state, reason=source.reason)
@@ -99,6 +101,14 @@ def draw_recipe(recipe: Recipe, results: Results, registry: Registry | None, out
     if output.skipped:
         return Outcome(recipe.name, results.sources, State.skipped, notes=output.notes, reason=output.skipped, output=output)
     return Outcome(recipe.name, results.sources, State.drawn, paths=output.paths, notes=output.notes, output=output)
+
+
+def _check_reference(reference: str, source: Results | Outcome) -> None:
+    """A `--reference` the results do not hold is a typo to name at once, not a reason to skip every recipe."""
+    if isinstance(source, Results):
+        benches = sorted(set(source.frame["benchmark"].astype(str)))
+        if reference not in benches:
+            raise UnknownNameError("reference benchmark (in these results)", reference, benches)
 
 
 def _load(requests: tuple[str, ...], load: Callable[[tuple[str, ...]], Results]) -> Results | Outcome:
