@@ -210,14 +210,20 @@ def test_device_choice_is_checked():
             resolve_device("cuda")
 
 
-def test_a_job_whose_process_is_an_unreaped_zombie_is_interrupted_not_running(tmp_path):
-    from concur.runner.jobdir import _process_start
+def test_a_job_claimed_by_an_unreaped_zombie_is_interrupted_not_running(tmp_path):
+    from concur.runner.claims import ClaimBook
+    from concur.runner.processes import process_start
 
     child = subprocess.Popen([sys.executable, "-c", "pass"])
-    started = _process_start(child.pid)
-    job = JobDir(tmp_path / "job")
-    job.path.mkdir()
+    started = process_start(child.pid)
+    job = JobDir(tmp_path / "runs" / "jobs" / "0123456789abcdef")
+    job.path.mkdir(parents=True)
     (job.path / "job.json").write_text(json.dumps({"host": socket.gethostname(), "pid": child.pid, "pid_started": started}))
+    book = ClaimBook(tmp_path / "runs")
+    book.directory.mkdir()
+    claim = {"key": job.path.name, "token": "t", "host": socket.gethostname(), "pid": child.pid, "pid_started": started, "claimed_at": 0.0}
+    book.path(job.path.name).write_text(json.dumps(claim))
+    assert job.state() is JobState.RUNNING  # its owner still runs
     deadline = time.monotonic() + 30
     while open(f"/proc/{child.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":  # exited, not yet reaped by us
         assert time.monotonic() < deadline

@@ -177,3 +177,75 @@ def test_the_slurm_config_names_what_is_wrong(tmp_path, monkeypatch):
         load_slurm_config(tmp_path / "missing.toml")
     monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.config/concur/slurm.toml: the cluster's defaults
     assert load_slurm_config(None).partition is None
+
+
+def _training_started(job_dir: Path) -> bool:
+    log = job_dir / "log"
+    return log.is_file() and "step " in log.read_text()
+
+
+@pytest.mark.parametrize("signal_name", ["TERM", "USR2"])
+def test_a_job_stopped_by_a_signal_is_left_interrupted_and_the_rerun_finishes_it(
+    slurm, tmp_path, tiny_registry, tiny_model_dir, signal_name
+):
+    """SIGTERM (preemption without requeue, the time limit) and SIGUSR2 (submitit's warning before the time
+    limit) stop the job without a result and without a failure: the next run of the grid runs it again."""
+    _slow_approach(tiny_registry, tiny_model_dir, "tiny-slow", 30.0)
+    runs = tmp_path / "runs"
+    args = ["run", "-a", "tiny-slow", "-b", "tiny-babi", *CPU, "--no-wait", "--source-dir", str(tmp_path / "data-root")]
+    assert _concur(runs, tiny_registry, *args).returncode == 0
+    (entry,) = _ledger(runs)
+    job_dir = runs / "jobs" / entry["key"]
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not _training_started(job_dir):
+        assert time.monotonic() < deadline, "the job never started training"
+        time.sleep(0.5)
+    subprocess.run(["scancel", f"--signal={signal_name}", entry["slurm_id"]], check=True)
+    status = _status_until_settled(runs, tiny_registry)
+    (job,) = status["jobs"]
+    assert job["state"] == "interrupted" and not (job_dir / "result.json").exists()
+    assert json.loads((job_dir / "interrupted.json").read_text())["signal"] == f"SIG{signal_name}"
+    rerun = _concur(runs, tiny_registry, *args)
+    assert rerun.returncode == 0 and "submitted 1 jobs" in rerun.stderr
+    status = _status_until_settled(runs, tiny_registry)
+    assert status["summary"]["done"] == 1 and status["summary"]["failed"] == 0
+    result = json.loads((job_dir / "result.json").read_text())
+    assert result["status"] == "ok" and not (job_dir / "interrupted.json").exists()
+    log = (job_dir / "log").read_text()
+    assert f"interrupted by SIG{signal_name}; no result" in log
+    assert log.count(f" job {entry['key']}: ") == 2  # two executions: the stopped one and the one that finished
+    assert list((runs / "claims").iterdir()) == []
+
+
+def test_a_job_past_its_slurm_time_limit_is_left_interrupted_not_failed(slurm, tmp_path, tiny_registry, tiny_model_dir):
+    _slow_approach(tiny_registry, tiny_model_dir, "tiny-endless", 10000.0)
+    runs = tmp_path / "runs"
+    args = ["run", "-a", "tiny-endless", "-b", "tiny-babi", *CPU, "--time-limit", "1", "--no-wait"]
+    assert _concur(runs, tiny_registry, *args, "--source-dir", str(tmp_path / "data-root")).returncode == 0
+    (entry,) = _ledger(runs)
+    status = _status_until_settled(runs, tiny_registry)
+    (job,) = status["jobs"]
+    job_dir = runs / "jobs" / entry["key"]
+    assert job["state"] == "interrupted" and not (job_dir / "result.json").exists()
+    assert json.loads((job_dir / "interrupted.json").read_text())["signal"] in ("SIGUSR2", "SIGTERM")
+
+
+def test_drivers_submitting_one_grid_together_submit_each_job_once(slurm, tmp_path, tiny_registry):
+    runs = tmp_path / "runs"
+    common = ["--registry", str(tiny_registry), "--runs-dir", str(runs)]
+    args = ["run", "-a", "tiny-bert", "-b", "tiny-babi", "--seeds", "0,1,2,3", *CPU, "--no-wait"]
+    _concur(runs, tiny_registry, "data", "prepare", "tiny-babi", "--source-dir", str(tmp_path / "data-root"))
+    drivers = [
+        subprocess.Popen([sys.executable, "-m", "concur", *common, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
+    for driver in drivers:
+        _, stderr = driver.communicate(timeout=WAIT_SECONDS)
+        assert driver.returncode == 0, stderr
+        assert "Traceback" not in stderr
+    ledger = _ledger(runs)
+    assert len(ledger) == 4 and len({entry["key"] for entry in ledger}) == 4  # no job submitted twice
+    status = _status_until_settled(runs, tiny_registry)
+    assert status["summary"]["done"] == 4
+    for entry in ledger:
+        assert (runs / "jobs" / entry["key"] / "log").read_text().count(f" job {entry['key']}: ") == 1

@@ -1,4 +1,4 @@
-"""Where results come from: `--results liu2023|store|study:FILE.toml|<leaderboard>|FILE.csv`, combined.
+"""Where results come from: `--results liu2023|store|study:FILE.toml|<leaderboard>|FILE.csv|FILE.json`, combined.
 
 `study:analysis/studies/X.toml` is exactly the finished jobs of that study's plan (its job
 keys, so budgets and overrides count), with the study's hyperparameter setting ids and
@@ -21,12 +21,12 @@ import pandas as pd
 
 from concur.analysis.leaderboards import LEADERBOARDS, load_leaderboard
 from concur.analysis.reference import liu2023, liu2023_published_squad
-from concur.analysis.tidy import read_tidy_csv, tidy_frame
+from concur.analysis.tidy import JSON_SUFFIX, read_tidy_file, tidy_frame
 from concur.data.sources import SourceLocator
 from concur.errors import ConcurError, MissingSourceError, UnknownNameError
 from concur.registry.registry import Registry, default_registry
 from concur.runner.jobdir import JobState
-from concur.runner.store import Store
+from concur.runner.store import finished_jobs
 from concur.runner.study import load_study, plan_study
 from concur.workspace import Workspace
 
@@ -65,14 +65,20 @@ def load_results(requests: list[str], *, store_path: Path, locator: SourceLocato
 
 
 def store_results(store_path: Path) -> tuple[pd.DataFrame, list[str]]:
-    """Finished jobs of the SQLite index as a tidy table; failed jobs are counted, not used."""
-    if not store_path.is_file():
+    """Finished jobs of the runs directory holding `store_path` as a tidy table; failed jobs are counted, not used.
+
+    The index is brought up to date from the job directories first (results written but not
+    indexed yet count), and a damaged result or index is a note naming the file and the fix
+    while every readable result is still used.
+    """
+    finished = finished_jobs(store_path, Workspace(store_path.parent).jobs_dir)
+    if not store_path.is_file() and not finished.with_result:
         raise MissingSourceError(f"no results store at {store_path}; run jobs with `concur run` first, or pass --runs-dir")
-    rows = Store(store_path).rows()
+    rows = finished.rows
     ok = [row for row in rows if row["status"] == OK_STATUS]
     _refuse_repeated_runs(ok, store_path)
     frame = pd.DataFrame(ok, columns=["approach", "benchmark", "hparam_id", "seed", "em", "f1"])
-    notes = []
+    notes = finished.warnings()
     if len(ok) < len(rows):
         notes.append(f"store: {len(rows) - len(ok)} failed job(s) left out (see `concur status`)")
     return tidy_frame(frame, str(store_path)), notes
@@ -142,8 +148,8 @@ def _load_one(name: str, store_path: Path, locator: SourceLocator, registry: Reg
         imported = load_leaderboard(name, locator)
         return imported.frame, list(imported.notes)
     path = Path(name)
-    if path.suffix.lower() == ".csv" or path.exists():
-        return read_tidy_csv(path), []
+    if path.suffix.lower() in (".csv", JSON_SUFFIX) or path.exists():
+        return read_tidy_file(path), []
     raise UnknownNameError("results source", name, NAMED_SOURCES)
 
 

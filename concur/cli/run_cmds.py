@@ -9,27 +9,29 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
 from concur.cli.common import SOURCE_DIR_OPTION, Format, Settings, err, out, print_json, print_table, settings
 from concur.data.prepare import prepare
 from concur.devices import DEVICE_CHOICES, visible_gpus
-from concur.errors import ConcurError, JobsFailedError
+from concur.errors import ConcurError, DamagedFileError, JobsFailedError
 from concur.runner.availability import check_sources
 from concur.runner.budget import Budget
 from concur.runner.estimate import job_estimate, rates
 from concur.runner.execute import RunOptions
 from concur.runner.grid import GridRequest, expand_grid
-from concur.runner.jobdir import JobState, job_dirs
+from concur.runner.jobdir import JobState
 from concur.runner.jobs import make_job
 from concur.runner.local import Outcome
 from concur.runner.pool import DEFAULT_JOBS_PER_GPU, LocalPool, PoolSettings, Task
 from concur.runner.progress_view import GridProgress
 from concur.runner.slurm import SlurmConfig, SlurmExecutor, load_slurm_config
-from concur.runner.store import Store
+from concur.runner.store import Store, active_jobs, finished_jobs, writable
 from concur.workspace import Workspace
 
 ERROR_WIDTH = 80
 SECONDS_PER_HOUR = 3600.0
+STARTED_FIELDS = ("approach", "benchmark", "hparam_id", "seed")  # what status shows of a running job's job.json
 
 
 APPROACH_OPTION = typer.Option(
@@ -208,9 +210,17 @@ def collect_slurm(workspace: Workspace, store: Store) -> None:
 def _report_one(outcome: Outcome, jobs_dir: Path) -> None:
     job, result = outcome.job, outcome.result
     job_dir = jobs_dir / job.key
+    if result.get("damaged"):
+        raise ConcurError(f"job {job.key} ({job.describe()}) was not run: its result file is damaged (named above)")
     if outcome.state is JobState.FAILED:
         hint = "" if outcome.ran else " (it failed before; rerun with --retry-failed)"
         raise ConcurError(f"job {job.key} ({job.describe()}) failed: {result.get('error')}{hint}; traceback in {job_dir / 'result.json'}")
+    if outcome.state is JobState.RUNNING:
+        out.print(f"not started here: {job.describe()}  job {job.key} is running in {result.get('owner')}; `concur status` shows it")
+        return
+    if outcome.state is JobState.INTERRUPTED:
+        out.print(f"interrupted: {job.describe()}  job {job.key} has no result yet; run it again to finish it")
+        return
     scores = result["scores"]
     prefix = "done" if outcome.ran else "already done, nothing to run"
     out.print(f"{prefix}: {job.describe()}  job {job.key}")
@@ -228,7 +238,7 @@ def _report_grid(outcomes: list[Outcome], points: int) -> None:
         job, result = outcome.job, outcome.result
         scores = result.get("scores") or {}
         state = outcome.state.value if outcome.ran else f"{outcome.state.value} (before)"
-        error = (result.get("error") or "")[:ERROR_WIDTH]
+        error = (result.get("error") or (f"running in {result['owner']}" if "owner" in result else ""))[:ERROR_WIDTH]
         em, f1 = _num(scores.get("exact_match")), _num(scores.get("f1"))
         rows.append([job.approach, job.benchmark, job.hparam_id, job.seed, state, em, f1, job.key, error])
     counts = Counter(outcome.state.value for outcome in outcomes)
@@ -266,24 +276,20 @@ def status(
     for name in bench:
         registry.benchmark(name)
     workspace = state.workspace()
-    store = Store(workspace.db_path)
-    try:
-        collect_slurm(workspace, store)
-    except ConcurError as error:  # the local view stays available while Slurm does not answer
-        err.print(f"[yellow]warning:[/] Slurm jobs not collected: {error}")
-    store.sync(workspace.jobs_dir)
+    _collect_slurm_results(workspace)
+    finished = finished_jobs(workspace.db_path, workspace.jobs_dir)
+    active, damaged = active_jobs(workspace.jobs_dir, finished.with_result)
+    problems = finished.warnings() + [str(error) for error in damaged]
+    for line in problems:
+        warn(line)
     if cost:
         _show_cost(
-            [row for row in store.rows() if (not approach or row["approach"] in approach) and (not bench or row["benchmark"] in bench)],
+            [row for row in finished.rows if (not approach or row["approach"] in approach) and (not bench or row["benchmark"] in bench)],
             output,
         )
         return
-    records = [_finished_record(row) for row in store.rows()]
-    for job in job_dirs(workspace.jobs_dir):
-        job_state = job.state()
-        if job_state in (JobState.RUNNING, JobState.INTERRUPTED):
-            started = job.started() or {}
-            records.append({**{k: started.get(k) for k in ("key", "approach", "benchmark", "hparam_id", "seed")}, "state": job_state.value})
+    records = [_finished_record(row) for row in finished.rows]
+    records += [{"key": job.key, **{k: job.started.get(k) for k in STARTED_FIELDS}, "state": job.state.value} for job in active]
     records = [r for r in records if (not approach or r["approach"] in approach) and (not bench or r["benchmark"] in bench)]
     if approach and bench:
         present = {(r["approach"], r["benchmark"]) for r in records}
@@ -299,7 +305,7 @@ def status(
         for state in (JobState.DONE, JobState.FAILED, JobState.RUNNING, JobState.INTERRUPTED, JobState.PENDING)
     }
     if output is Format.json:
-        print_json({"summary": summary, "jobs": records})
+        print_json({"summary": summary, "jobs": records, "problems": problems})
         return
     rows = [
         [
@@ -322,6 +328,25 @@ def status(
         ["approach", "benchmark", "hparams", "seed", "state", "EM", "F1", "train s", "device", "key", "error"],
         rows,
     )
+
+
+def _collect_slurm_results(workspace: Workspace) -> None:
+    """Index what Slurm jobs submitted from here wrote, where the index can be written; a damaged index is
+    left to `finished_jobs`, which says so once and reads the job directories instead."""
+    if not writable(workspace.db_path):
+        return
+    try:
+        with Store(workspace.db_path) as store:
+            collect_slurm(workspace, store)
+    except DamagedFileError:
+        return
+    except ConcurError as error:  # the local view stays available while Slurm does not answer
+        warn(f"Slurm jobs not collected: {error}")
+
+
+def warn(line: str) -> None:
+    """One warning line on stderr, the line taken as text (a path may hold brackets rich would read as markup)."""
+    err.print(f"[yellow]warning:[/] {escape(line)}")
 
 
 def _show_cost(rows: list[dict[str, Any]], output: Format) -> None:

@@ -30,6 +30,7 @@ from concur.cli.run_cmds import (
     Executor,
     collect_slurm,
     run_grid,
+    warn,
 )
 from concur.errors import JobsFailedError
 from concur.report.content import ReportOptions
@@ -37,7 +38,7 @@ from concur.runner.availability import missing_message, missing_sources
 from concur.runner.budget import Budget
 from concur.runner.estimate import rates
 from concur.runner.jobdir import JobState
-from concur.runner.store import Store
+from concur.runner.store import Store, finished_jobs
 from concur.runner.study import NOT_PREPARED, Plan, load_study, plan_study
 
 app = typer.Typer(help="Run whole studies: a grid of approaches x benchmarks x settings x seeds from a study file.", no_args_is_help=True)
@@ -131,11 +132,13 @@ def _show(ctx: typer.Context, file: Path, output: Format, source_dir: list[Path]
     state = settings(ctx)
     study = load_study(file)
     workspace = state.workspace()
-    store = Store(workspace.db_path)
     if sync:
-        collect_slurm(workspace, store)
-        store.sync(workspace.jobs_dir)
-    plan = plan_study(state.registry(), study, workspace, rates(store.rows()))
+        with Store(workspace.db_path) as store:
+            collect_slurm(workspace, store)
+    finished = finished_jobs(workspace.db_path, workspace.jobs_dir)  # indexes what the workers wrote
+    for line in finished.warnings():
+        warn(line)
+    plan = plan_study(state.registry(), study, workspace, rates(finished.rows))
     locator = state.locator(source_dir)
     missing = missing_sources((planned.point.bench for planned in plan.jobs), locator, workspace.data_dir)
     if output is Format.json:

@@ -25,8 +25,8 @@ from concur.analysis.view import EMTable
 from concur.registry import Registry
 from concur.runner.estimate import rates
 from concur.runner.grid import GridRequest
-from concur.runner.jobdir import JobState, job_dirs
-from concur.runner.store import Store, row_from_result
+from concur.runner.jobdir import JobState
+from concur.runner.store import ActiveJob, active_jobs, finished_jobs, row_from_result
 from concur.runner.study import Plan, PlannedJob, Study, load_study, plan_study
 from concur.workspace import Workspace
 
@@ -43,7 +43,6 @@ RESULTS_STORE = "results store"
 RESULTS_FILE = "results file"
 STUDY_RESULTS = "study results"
 MEASURED = (RESULTS_STORE, STUDY_RESULTS)  # kinds of source whose jobs concur ran
-ACTIVE_STATES = (JobState.RUNNING, JobState.INTERRUPTED)  # job directories without a result
 STORE_STATES = {OK_STATUS: JobState.DONE.value, "failed": JobState.FAILED.value}
 NOT_RECORDED = "not recorded"
 VERSION_ORDER = ("concur", "python", "torch", "transformers", "cuda", "cudnn", "platform")
@@ -144,7 +143,8 @@ def collect_provenance(results: Results, table: EMTable, *, workspace: Workspace
         runs=_approach_runs(selected, list(table.wide.index)),
         missing_cells=len(table.missing()),
     )
-    store_rows = Store(workspace.db_path).rows() if workspace.db_path.is_file() else []
+    finished = finished_jobs(workspace.db_path, workspace.jobs_dir)  # a damaged file is a note of the store's results already
+    store_rows = finished.rows
     study_sources = [name.removeprefix(STUDY_PREFIX) for name in results.sources if name.startswith(STUDY_PREFIX)]
     if study is None and study_sources:
         study = load_study(Path(study_sources[0]))
@@ -160,7 +160,7 @@ def collect_provenance(results: Results, table: EMTable, *, workspace: Workspace
         )
     if provenance.measured:
         chosen = [row for row in jobs.values() if row["approach"] in table.wide.index and row["benchmark"] in table.wide.columns]
-        provenance = _with_jobs(provenance, chosen, workspace, table)
+        provenance = _with_jobs(provenance, chosen, active_jobs(workspace.jobs_dir, finished.with_result)[0], table)
     if study is not None and plan is not None:
         provenance = replace(provenance, study=_study_status(study, plan))
     return provenance
@@ -234,13 +234,12 @@ def _ids(column: pd.Series) -> tuple[int, ...] | None:
     return tuple(sorted(int(value) for value in present.unique())) if len(present) else None
 
 
-def _with_jobs(provenance: Provenance, rows: list[dict[str, Any]], workspace: Workspace, table: EMTable) -> Provenance:
+def _with_jobs(provenance: Provenance, rows: list[dict[str, Any]], active: list[ActiveJob], table: EMTable) -> Provenance:
+    """The job details of `rows` (finished jobs of the report's cells), with the running and interrupted jobs of those cells."""
     jobs: Counter[str] = Counter(STORE_STATES.get(row["status"], row["status"]) for row in rows)
-    for job in job_dirs(workspace.jobs_dir):
-        state = job.state()
-        started = job.started() or {}
-        if state in ACTIVE_STATES and started.get("approach") in table.wide.index and started.get("benchmark") in table.wide.columns:
-            jobs[state.value] += 1
+    for job in active:
+        if job.started.get("approach") in table.wide.index and job.started.get("benchmark") in table.wide.columns:
+            jobs[job.state.value] += 1
     failures = [
         Failure(row["approach"], row["benchmark"], row["hparam_id"], row["seed"], row.get("error") or "")
         for row in rows

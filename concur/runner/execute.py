@@ -28,9 +28,12 @@ from concur.approaches.base import RunContext, build_approach
 from concur.approaches.implementations import batch_size
 from concur.data.prepare import SPLITS, PreparedBenchmark
 from concur.devices import device_description, resolve_device, software_versions
+from concur.errors import ClaimLostError, JobInterrupted
 from concur.metrics import evaluate
 from concur.registry.specs import ApproachSpec
 from concur.runner.budget import apply_subset
+from concur.runner.claims import Claim, ClaimBook
+from concur.runner.faults import FaultPoint, fault_point
 from concur.runner.jobdir import JobDir
 from concur.runner.jobs import Job
 from concur.workspace import Workspace
@@ -56,11 +59,14 @@ def execute_job(
     echo: Callable[[str], None] = print,
     previous_attempts: list[dict[str, Any]] | None = None,
     scheduler: dict[str, Any] | None = None,
+    claim: Claim | None = None,
 ) -> dict[str, Any]:
     """Run `job` from a clean directory and write its result; returns the result (status "ok" or "failed").
 
     `previous_attempts` (attempts that died without a result, from the driver) and `scheduler`
     (what the batch system says of this run, e.g. its Slurm job and restarts) are recorded with it.
+    With the job's `claim`, the result is written only while the claim is still this run's:
+    an owner whose claim was taken over (it stopped heartbeating for minutes) writes nothing.
     """
     job_dir = JobDir(workspace.jobs_dir / job.key)
     device = resolve_device(options.device)
@@ -69,20 +75,32 @@ def execute_job(
 
         torch.set_num_threads(options.threads)
     job_dir.reset()
-    with job_dir.running_here():
-        started_at = now()
-        job_dir.write_started(job.definition(), started_at)
-        with open(job_dir.log_path(), "a", encoding="utf-8", buffering=1) as log_file:
+    started_at = now()
+    job_dir.write_started(job.definition(), started_at)
+    fault_point(FaultPoint.STARTED)
+    with open(job_dir.log_path(), "a", encoding="utf-8", buffering=1) as log_file:
 
-            def log(line: str) -> None:
-                log_file.write(f"{now()} {line}\n")
-                echo(line)
+        def log(line: str) -> None:
+            log_file.write(f"{now()} {line}\n")
+            echo(line)
 
+        try:
             result = _execute(job, spec, bench, workspace, job_dir, device, options, log, started_at)
+        except JobInterrupted as interruption:
+            log(f"interrupted by {interruption}; no result: the job runs again from the start")
+            job_dir.write_interrupted({"signal": str(interruption), "at": now(), "scheduler": scheduler})
+            raise
         result["previous_attempts"] = previous_attempts or []
         if scheduler:
             result["scheduler"] = scheduler
+        if claim is not None:
+            book = ClaimBook(workspace.root)
+            if not book.holds(claim):
+                holder = book.holder(job.key)
+                log(f"the claim on this job was taken over by {holder.describe() if holder else 'nobody'}; its result is not written")
+                raise ClaimLostError(f"job {job.key}: the claim was taken over while it ran; this run's result was discarded")
         job_dir.write_result(result)
+    fault_point(FaultPoint.RESULT_WRITTEN)
     return result
 
 
@@ -130,8 +148,10 @@ def _execute(
             )
         train_split, test_split = splits["train"], splits["test"]
         predictions = _train_and_predict(job, spec, train_split, test_split, context, result, log)
+        fault_point(FaultPoint.TRAINED)
         scores = evaluate(test_split.gold_answers(), predictions)
         job_dir.write_predictions(predictions)
+        fault_point(FaultPoint.PREDICTED)
         result["scores"] = {
             "exact_match": scores.exact_match,
             "f1": scores.f1,

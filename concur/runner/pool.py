@@ -7,7 +7,10 @@ its GPU with other small jobs, up to `jobs_per_gpu` and the GPU's memory by the 
 estimates; other jobs get a GPU to themselves. Jobs start longest first (by the durations
 already measured), so the last one to finish is a short one.
 
-Only the driver writes the SQLite index; workers write their job directories. Faults are
+A job is claimed (`concur.runner.claims`) just before its worker starts, so drivers on any
+number of hosts sharing one runs dir split a grid between them and never run a job twice;
+the driver refreshes its claims while their workers run and releases each once its result is
+indexed. Only drivers write the SQLite index; workers write their job directories. Faults are
 recorded: a worker that dies without a result (killed, crashed) is retried up to
 `max_attempts` times with the reasons kept; a job past its time limit is stopped and
 recorded as failed. Workers die with the driver (Linux: PR_SET_PDEATHSIG), so a killed
@@ -23,18 +26,21 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
 from concur.devices import Gpu
 from concur.registry.specs import ApproachSpec
+from concur.runner.claims import Claim, ClaimBook, Heartbeat
 from concur.runner.execute import RunOptions
+from concur.runner.faults import FaultPoint, fault_point
 from concur.runner.jobdir import JobDir, JobState
 from concur.runner.jobs import Job
-from concur.runner.local import Outcome, finished_outcome
+from concur.runner.local import Outcome, claim_job, finished_outcome
 from concur.runner.request import JobRequest, failed_result
 from concur.runner.store import Store
 from concur.runner.worker import DRIVER_PID_ENV
@@ -65,8 +71,16 @@ class PoolSettings:
 
 
 @dataclass
+class _Todo:
+    task: Task
+    history: list[dict[str, Any]]  # attempts that died without a result
+    claim: Claim | None = None  # taken when the job first starts, kept across its retries
+
+
+@dataclass
 class _Running:
     task: Task
+    claim: Claim
     request: JobRequest
     process: subprocess.Popen
     gpu: Gpu | None
@@ -91,12 +105,18 @@ class LocalPool:
         self.workspace, self.store, self.registry_dirs = workspace, store, list(registry_dirs)
         self.settings, self.echo, self.stream_output = settings, echo, stream_output
         self.requests_dir = workspace.root / "requests"
+        self.claims = ClaimBook(workspace.root)
         self._running: dict[str, _Running] = {}
         self._outcomes: dict[str, Outcome] = {}
+        self._heartbeat = Heartbeat(self.claims)
 
     def run(self, tasks: Sequence[Task], progress: Any = None) -> list[Outcome]:
-        """Run every task that has no result yet (longest first); `progress` is told of each change."""
-        todo: list[tuple[Task, list[dict[str, Any]]]] = []
+        """Run every task that has no result yet (longest first); `progress` is told of each change.
+
+        A job another driver runs is not started (its outcome is RUNNING); one it finishes
+        while this driver waits is taken as finished.
+        """
+        todo: list[_Todo] = []
         order: list[str] = []
         for task in tasks:
             key = task.job.key
@@ -104,45 +124,64 @@ class LocalPool:
                 continue  # two grid points with the same settings are one job
             order.append(key)
             job_dir = JobDir(self.workspace.jobs_dir / key)
-            finished = finished_outcome(task.job, job_dir, self.settings.options.retry_failed)
+            finished = finished_outcome(task.job, job_dir, self.settings.options.retry_failed, self.echo)
             if finished is not None:
-                self.store.record(finished.result, job_dir.path)
+                if not finished.result.get("damaged"):
+                    self.store.record(finished.result, job_dir.path)
+                self.claims.clear_if_stale(key)
                 self._outcomes[key] = finished
                 continue
-            if job_dir.state() is JobState.RUNNING:
-                started = job_dir.started() or {}
-                self.echo(f"job {key} ({task.job.describe()}) is running in process {started.get('pid')}; not starting it again")
-                self._outcomes[key] = Outcome(task.job, JobState.RUNNING, ran=False)
-                continue
-            if job_dir.state() is JobState.INTERRUPTED:
-                self.echo(f"job {key} was interrupted before it finished; running it again from the start")
-            todo.append((task, []))
-        todo.sort(key=lambda item: -item[0].estimate_seconds)
+            todo.append(_Todo(task, []))
+        todo.sort(key=lambda item: -item.task.estimate_seconds)
         self.requests_dir.mkdir(parents=True, exist_ok=True)
         try:
-            while todo or self._running:
-                self._start(todo, progress)
-                self._poll(todo, progress)
-                if progress is not None:
-                    progress.update([r.task for r in self._running.values()], [t for t, _ in todo], list(self._outcomes.values()))
-                time.sleep(POLL_SECONDS)
+            with Heartbeat(self.claims) as self._heartbeat, _terminate_as_interrupt():
+                while todo or self._running:
+                    self._start(todo, progress)
+                    self._poll(todo, progress)
+                    if progress is not None:
+                        progress.update([r.task for r in self._running.values()], [t.task for t in todo], list(self._outcomes.values()))
+                    time.sleep(POLL_SECONDS)
         finally:
             for running in self._running.values():  # an exception in the driver: stop the workers it started
                 _kill(running.process)
+                self.claims.release(running.claim)
+            for item in todo:
+                if item.claim is not None:
+                    self.claims.release(item.claim)
         return [self._outcomes[key] for key in order]
 
-    def _start(self, todo: list[tuple[Task, list[dict[str, Any]]]], progress: Any) -> None:
+    def _start(self, todo: list[_Todo], progress: Any) -> None:
         index = 0
         while index < len(todo):
-            task, history = todo[index]
-            placed, gpu = self._place(task)
+            item = todo[index]
+            placed, gpu = self._place(item.task)
             if not placed:
                 index += 1
                 continue
             todo.pop(index)
-            self._launch(task, history, gpu)
+            if item.claim is None:
+                job = item.task.job
+                job_dir = JobDir(self.workspace.jobs_dir / job.key)
+                claimed = claim_job(self.claims, job, job_dir, self.settings.options.retry_failed, self.echo)
+                if isinstance(claimed, Outcome):
+                    self._settled_elsewhere(claimed, progress)
+                    continue
+                item.claim = claimed
+            self._launch(item, gpu)
             if progress is not None:
-                progress.started(task, gpu.visible_id if gpu else None)
+                progress.started(item.task, gpu.visible_id if gpu else None)
+
+    def _settled_elsewhere(self, outcome: Outcome, progress: Any) -> None:
+        """A job this driver did not run: another driver runs it now, or has just finished it."""
+        job = outcome.job
+        if outcome.state is JobState.RUNNING:
+            self.echo(f"job {job.key} ({job.describe()}) is running in {outcome.result['owner']}; not starting it again")
+        else:
+            self.store.record(outcome.result, self.workspace.jobs_dir / job.key)
+        self._outcomes[job.key] = outcome
+        if progress is not None:
+            progress.finished(outcome)
 
     def _place(self, task: Task) -> tuple[bool, Gpu | None]:
         """Whether the task can start now, and on which GPU (None: on CPU)."""
@@ -163,10 +202,11 @@ class LocalPool:
             return False, None
         return True, min(candidates, key=lambda item: item[0])[1]  # the least loaded GPU
 
-    def _launch(self, task: Task, history: list[dict[str, Any]], gpu: Gpu | None) -> None:
-        settings = self.settings
+    def _launch(self, item: _Todo, gpu: Gpu | None) -> None:
+        settings, task, claim = self.settings, item.task, item.claim
+        assert claim is not None  # claimed by _start
         options = replace(settings.options, device="cuda" if gpu else "cpu", threads=self._threads(task, gpu))
-        request = replace(JobRequest.make(task.job, self.registry_dirs, self.workspace, options), previous_attempts=history)
+        request = replace(JobRequest.make(task.job, self.registry_dirs, self.workspace, options, claim), previous_attempts=item.history)
         request_path = self.requests_dir / f"{task.job.key}.json"
         request.write(request_path)
         output = None if self.stream_output else open(self.requests_dir / f"{task.job.key}.out", "ab")  # noqa: SIM115
@@ -185,7 +225,8 @@ class LocalPool:
         )
         limit = settings.time_limit_seconds or task.spec.resources.time_limit_hours * 3600
         now = time.monotonic()
-        self._running[task.job.key] = _Running(task, request, process, gpu, now, now + limit, output)
+        self._running[task.job.key] = _Running(task, claim, request, process, gpu, now, now + limit, output)
+        self._heartbeat.add(claim)
 
     def _threads(self, task: Task, gpu: Gpu | None) -> int:
         """CPU threads of a worker: as given, else the spec's cores on a GPU, else an equal share of the cores."""
@@ -196,7 +237,7 @@ class LocalPool:
             return max(1, min(task.spec.resources.cpus, cores))
         return max(1, cores // self.settings.cpu_workers)
 
-    def _poll(self, todo: list[tuple[Task, list[dict[str, Any]]]], progress: Any) -> None:
+    def _poll(self, todo: list[_Todo], progress: Any) -> None:
         for key, running in list(self._running.items()):
             code = running.process.poll()
             if code is None and time.monotonic() < running.deadline:
@@ -222,16 +263,20 @@ class LocalPool:
             ]
             if len(history) < self.settings.max_attempts:
                 self.echo(f"job {key} ({running.task.job.describe()}): worker died ({history[-1]['error']}); retrying")
-                todo.insert(0, (running.task, history))
+                todo.insert(0, _Todo(running.task, history, running.claim))
                 continue
             error = f"WorkerDied: {history[-1]['error']} (attempt {len(history)} of {self.settings.max_attempts})"
             self._finish(running, job_dir, failed_result(replace(running.request, previous_attempts=history), error), progress)
 
     def _finish(self, running: _Running, job_dir: JobDir, result: dict[str, Any], progress: Any) -> None:
-        if job_dir.result() is None:  # the driver writes results only for workers that could not
+        if job_dir.result() is None and self.claims.holds(running.claim):  # the driver writes results only for workers that could not
             job_dir.path.mkdir(parents=True, exist_ok=True)
             job_dir.write_result(result)
+        fault_point(FaultPoint.UNINDEXED)
         self.store.record(result, job_dir.path)
+        fault_point(FaultPoint.INDEXED)
+        self._heartbeat.remove(running.claim.key)
+        self.claims.release(running.claim)
         job = running.task.job
         state = JobState.DONE if result["status"] == "ok" else JobState.FAILED
         self._outcomes[job.key] = Outcome(job, state, ran=True, result=result)
@@ -264,6 +309,23 @@ def _stderr_descriptor() -> int:
         return sys.stderr.fileno()
     except (OSError, io.UnsupportedOperation):
         return 2
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """While the pool runs, SIGTERM (a scheduler, `kill`) stops it like Ctrl-C: workers stopped, claims released."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"stopped by {signal.Signals(signum).name}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _kill(process: subprocess.Popen) -> None:

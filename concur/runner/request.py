@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from concur.data.prepare import prepared
-from concur.errors import ConcurError
+from concur.errors import ClaimLostError, ConcurError
 from concur.fsutil import atomic_write_json, read_json
 from concur.registry.registry import default_registry
+from concur.runner.claims import Claim, ClaimBook, Heartbeat
 from concur.runner.execute import RunOptions, execute_job, now
 from concur.runner.jobdir import JobDir
 from concur.runner.jobs import Job
@@ -31,11 +32,16 @@ class JobRequest:
     runs_dir: str
     options: dict[str, Any]  # RunOptions, JSON-ready
     previous_attempts: list[dict[str, Any]] = field(default_factory=list)  # attempts that died without a result
+    claim: dict[str, Any] | None = None  # the driver's claim on the job: the worker writes a result only while it holds
 
     @classmethod
-    def make(cls, job: Job, registry_dirs: list[Path], workspace: Workspace, options: RunOptions) -> JobRequest:
+    def make(cls, job: Job, registry_dirs: list[Path], workspace: Workspace, options: RunOptions, claim: Claim | None = None) -> JobRequest:
         values = {name: str(value) if isinstance(value, Path) else value for name, value in dataclasses.asdict(options).items()}
-        return cls(job.definition(), [str(Path(d).resolve()) for d in registry_dirs], str(workspace.root), values)
+        held = dataclasses.asdict(claim) if claim else None
+        return cls(job.definition(), [str(Path(d).resolve()) for d in registry_dirs], str(workspace.root), values, claim=held)
+
+    def job_claim(self) -> Claim | None:
+        return Claim(**self.claim) if self.claim else None
 
     @property
     def key(self) -> str:
@@ -67,7 +73,27 @@ def run_request(request: JobRequest, echo: Any = print) -> dict[str, Any]:
         job_dir.path.mkdir(parents=True, exist_ok=True)
         job_dir.write_result(result)
         return result
-    return execute_job(job, spec, bench, workspace, request.run_options(), echo, request.previous_attempts, _scheduler())
+    claim, scheduler = request.job_claim(), _scheduler()
+    book = ClaimBook(workspace.root)
+    if claim is not None and not book.holds(claim):
+        holder = book.holder(job.key)
+        raise ClaimLostError(
+            f"job {job.key} is claimed by {holder.describe() if holder else 'nobody'} now, not by this run; not running it"
+        )
+    if scheduler is None or claim is None:  # a local worker: its driver heartbeats and releases the claim
+        return execute_job(job, spec, bench, workspace, request.run_options(), echo, request.previous_attempts, scheduler, claim)
+    # A Slurm task outlives its driver: it keeps its claim fresh and gives it up itself once the job
+    # ends, but not when a signal stops it: Slurm may requeue it, and the requeued task runs under the
+    # same claim (which goes stale, for another driver to take, once the job has left the queue).
+    with Heartbeat(book) as heartbeat:
+        heartbeat.add(claim)
+        try:
+            result = execute_job(job, spec, bench, workspace, request.run_options(), echo, request.previous_attempts, scheduler, claim)
+        except Exception:
+            book.release(claim)
+            raise
+    book.release(claim)
+    return result
 
 
 def failed_result(request: JobRequest, error: str) -> dict[str, Any]:

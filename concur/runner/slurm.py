@@ -14,32 +14,36 @@ so rerunning a driver never submits a job that is still queued or running.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import time
-import tomllib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from concur.errors import ConcurError, SpecError
+from concur.errors import ClaimLostError, ConcurError, JobInterrupted
 from concur.registry.tables import Table
+from concur.runner.claims import Claim, ClaimBook
 from concur.runner.execute import RunOptions, now
 from concur.runner.jobdir import JobDir, JobState
-from concur.runner.local import Outcome, finished_outcome
+from concur.runner.local import Outcome, claim_job, finished_outcome
 from concur.runner.pool import Task
 from concur.runner.request import JobRequest, failed_result, run_request
+from concur.runner.slurm_queue import QUEUE_STATES_ALIVE, is_queued, queue_states
 from concur.runner.store import Store
+from concur.userfiles import load_toml
 from concur.workspace import Workspace
 
 CONFIG_ENV = "CONCUR_SLURM_CONFIG"
 DEFAULT_CONFIG = Path("~/.config/concur/slurm.toml")
 POLL_SECONDS = 5.0
+INTERRUPTING_SIGNALS = (signal.SIGTERM, signal.SIGUSR2)  # what Slurm (and submitit's --signal) send a task it stops
 # Why a job may wait forever: what it asks for exceeds what the partition, its QOS or its account allows.
 NEVER_STARTS = frozenset({"PartitionConfig", "PartitionNodeLimit", "PartitionTimeLimit", "BadConstraints", "InvalidAccount", "InvalidQOS"})
-QUEUE_STATES_ALIVE = frozenset({"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "REQUEUED", "RESIZING", "SUSPENDED", "STAGE_OUT"})
 
 
 @dataclass(frozen=True)
@@ -69,11 +73,7 @@ def load_slurm_config(path: Path | None) -> SlurmConfig:
         if path is not None or os.environ.get(CONFIG_ENV):
             raise ConcurError(f"Slurm config {chosen} does not exist")
         return SlurmConfig()
-    try:
-        data = tomllib.loads(chosen.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as error:
-        raise SpecError(chosen, None, f"is not valid TOML ({error})") from error
-    table = Table(data, chosen)
+    table = Table(load_toml(chosen), chosen)
     table.reject_unknown({"partition", "account", "qos", "array_parallelism", "additional"})
     parallelism = table.get("array_parallelism", int, SlurmConfig.array_parallelism)
     if parallelism < 1:
@@ -88,9 +88,37 @@ def load_slurm_config(path: Path | None) -> SlurmConfig:
 
 
 def run_request_file(path: str) -> str:
-    """What a Slurm task runs (pickled by submitit): one worker for the job of this request."""
-    result = run_request(JobRequest.read(Path(path)), echo=lambda line: print(line, flush=True))
+    """What a Slurm task runs (pickled by submitit): one worker for the job of this request.
+
+    SIGTERM (preemption, `scontrol requeue`, the time limit) and SIGUSR2 (submitit's warning
+    before the time limit) stop the job: it is left interrupted, with no result and its claim
+    released, so Slurm's requeue or the next run of the grid runs it again from the start.
+    """
+    with _signals_interrupt():
+        try:
+            result = run_request(JobRequest.read(Path(path)), echo=lambda line: print(line, flush=True))
+        except JobInterrupted as interruption:
+            print(f"interrupted by {interruption}: left without a result, to be run again", flush=True)
+            return "interrupted"
+        except ClaimLostError as error:  # another driver runs the job now
+            print(error, flush=True)
+            return "not run"
     return str(result.get("status"))
+
+
+@contextlib.contextmanager
+def _signals_interrupt() -> Iterator[None]:
+    """Turn SIGTERM and SIGUSR2 into JobInterrupted in the main thread (replacing submitit's handlers)."""
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise JobInterrupted(signal.Signals(signum).name)
+
+    previous = {signum: signal.signal(signum, interrupt) for signum in INTERRUPTING_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 class SlurmExecutor:
@@ -108,6 +136,7 @@ class SlurmExecutor:
     ) -> None:
         self.workspace, self.store, self.registry_dirs = workspace, store, list(registry_dirs)
         self.config, self.options, self.echo, self.time_limit_seconds = config, options, echo, time_limit_seconds
+        self.claims = ClaimBook(workspace.root)
         self.folder = workspace.root / "slurm"
         self.ledger = self.folder / "submissions.jsonl"
 
@@ -115,7 +144,7 @@ class SlurmExecutor:
         """Submit every task without a result that is not already queued; returns the finished outcomes and the submissions."""
         finished: list[Outcome] = []
         alive = self._alive(self.submissions())
-        groups: dict[tuple[int, int, int, int], list[Task]] = {}
+        groups: dict[tuple[int, int, int, int], list[tuple[Task, Claim]]] = {}
         seen: set[str] = set()
         for task in tasks:
             key = task.job.key
@@ -123,16 +152,26 @@ class SlurmExecutor:
                 continue
             seen.add(key)
             job_dir = JobDir(self.workspace.jobs_dir / key)
-            outcome = finished_outcome(task.job, job_dir, self.options.retry_failed)
+            outcome = finished_outcome(task.job, job_dir, self.options.retry_failed, self.echo)
             if outcome is not None:
-                self.store.record(outcome.result, job_dir.path)
+                if not outcome.result.get("damaged"):
+                    self.store.record(outcome.result, job_dir.path)
+                self.claims.clear_if_stale(key)
                 finished.append(outcome)
             elif key in alive:
                 self.echo(f"job {key} ({task.job.describe()}) is queued as Slurm job {alive[key].slurm_id}; not submitting it again")
             else:
+                claim = claim_job(self.claims, task.job, job_dir, self.options.retry_failed, self.echo)
+                if isinstance(claim, Outcome):
+                    if claim.state is JobState.RUNNING:
+                        self.echo(f"job {key} ({task.job.describe()}) is running in {claim.result['owner']}; not submitting it")
+                    else:
+                        self.store.record(claim.result, job_dir.path)
+                        finished.append(claim)
+                    continue
                 if job_dir.state() is JobState.FAILED:  # --retry-failed: the old result must not read as this run's
                     job_dir.reset()
-                groups.setdefault(self._resources(task), []).append(task)
+                groups.setdefault(self._resources(task), []).append((task, claim))
         submissions = [alive[key] for key in alive if key in seen]
         for resources, group in groups.items():
             submissions += self._submit_array(resources, group)
@@ -174,8 +213,9 @@ class SlurmExecutor:
                 latest[entry.key] = entry
         return list(latest.values())
 
-    def _submit_array(self, resources: tuple[int, int, int, int], group: list[Task]) -> list[Submission]:
-        """One job array for tasks that need the same allocation; each task's request is written first."""
+    def _submit_array(self, resources: tuple[int, int, int, int], group: list[tuple[Task, Claim]]) -> list[Submission]:
+        """One job array for claimed tasks that need the same allocation; each task's request is written first,
+        and each claim is handed to its Slurm task once submitted (released if sbatch refuses)."""
         import submitit
         from submitit.core.utils import FailedJobError, FailedSubmissionError
 
@@ -198,23 +238,26 @@ class SlurmExecutor:
         requests_dir = self.workspace.root / "requests"
         requests_dir.mkdir(parents=True, exist_ok=True)
         paths = []
-        for task in group:
+        for task, claim in group:
             options = replace(self.options, device="cuda" if gpus else "cpu", threads=self.options.threads or cpus)
             path = requests_dir / f"{task.job.key}.json"
-            JobRequest.make(task.job, self.registry_dirs, self.workspace, options).write(path)
+            JobRequest.make(task.job, self.registry_dirs, self.workspace, options, claim).write(path)
             paths.append(path)
         allocation = f"{gpus} GPU, {cpus} cores, {memory_gb} GB, {minutes} min"
         try:
             jobs = executor.map_array(run_request_file, [str(path) for path in paths])
         except (FailedJobError, FailedSubmissionError) as error:
+            for _, claim in group:
+                self.claims.release(claim)
             raise ConcurError(f"sbatch refused an array of {len(group)} jobs ({allocation}): {error}") from error
         stamp = now()
         submissions = [
             Submission(task.job.key, str(job.job_id), str(path), str(job.paths.stderr), stamp)
-            for task, path, job in zip(group, paths, jobs)
+            for (task, _), path, job in zip(group, paths, jobs)
         ]
-        for submission in submissions:
+        for submission, (_, claim) in zip(submissions, group):
             self._remember(submission)
+            self.claims.hand_to_slurm(claim, submission.slurm_id)
         self.echo(f"submitted {len(group)} jobs as Slurm array {jobs[0].job_id.split('_')[0]} ({allocation})")
         return submissions
 
@@ -235,6 +278,15 @@ class SlurmExecutor:
                     "ask for fewer resources (--threads, the approach's [resources]) or another partition (--slurm-config)"
                 )
                 result = self._write_failure(submission, job_dir, error)
+            elif result is None and job_dir.interrupted() is not None and state != "CANCELLED":  # scancel: a failure, not a preemption
+                interruption = job_dir.interrupted() or {}
+                how = f"ended as {state}" if state else "left the queue"
+                self.echo(
+                    f"job {submission.key}: Slurm job {submission.slurm_id} got {interruption.get('signal')} and {how}; "
+                    "it is left interrupted and runs again when the grid is run again (if it was out of time: --time-limit)"
+                )
+                ended.append((submission, {}))
+                continue
             elif result is None:
                 how = f"ended as {state}" if state else "left the queue"
                 error = (
@@ -242,15 +294,27 @@ class SlurmExecutor:
                     f"(cancelled, out of time or memory, or its node failed); its log: {submission.log}"
                 )
                 result = self._write_failure(submission, job_dir, error)
+            if result is None:
+                continue  # another owner took the job over; its result is indexed when it ends
             self.store.record(result, job_dir.path)
             ended.append((submission, result))
         return ended
 
-    def _write_failure(self, submission: Submission, job_dir: JobDir, error: str) -> dict[str, Any]:
-        result = failed_result(JobRequest.read(Path(submission.request)), error)
-        job_dir.path.mkdir(parents=True, exist_ok=True)
-        job_dir.write_result(result)
-        return result
+    def _write_failure(self, submission: Submission, job_dir: JobDir, error: str) -> dict[str, Any] | None:
+        """Record the failure of a Slurm job that ended without a result, holding the job's claim meanwhile
+        (so of several collectors one writes it); None when another owner has taken the job over."""
+        ended = submission.slurm_id
+        book = ClaimBook(self.workspace.root, queue_check=lambda slurm_id: False if slurm_id == ended else is_queued(slurm_id))
+        claim = book.acquire(submission.key)
+        if claim is None:
+            return None
+        try:
+            if job_dir.result() is None:
+                job_dir.path.mkdir(parents=True, exist_ok=True)
+                job_dir.write_result(failed_result(JobRequest.read(Path(submission.request)), error))
+            return job_dir.result()
+        finally:
+            book.release(claim)
 
     def _alive(self, submissions: Sequence[Submission]) -> dict[str, Submission]:
         """The submissions still in Slurm's queue (pending, running, requeued)."""
@@ -258,24 +322,7 @@ class SlurmExecutor:
         return {s.key: s for s in submissions if states.get(s.slurm_id, ("", ""))[0] in QUEUE_STATES_ALIVE}
 
     def _queue_states(self, submissions: Sequence[Submission]) -> dict[str, tuple[str, str]]:
-        """Slurm's (state, reason) of each submission it still knows (ended ones stay listed for MinJobAge, 300 s by default)."""
-        if not submissions:
-            return {}
-        arrays = ",".join(sorted({s.slurm_id.split("_")[0] for s in submissions}))
-        try:
-            listing = subprocess.run(
-                ["squeue", "-h", "-r", "-t", "all", "-o", "%i %T %r", "--jobs", arrays], capture_output=True, text=True, timeout=60
-            )
-        except (OSError, subprocess.TimeoutExpired) as error:
-            raise ConcurError(f"cannot ask Slurm for the state of the submitted jobs (squeue: {error})") from error
-        if listing.returncode != 0 and "Invalid job id" not in listing.stderr:
-            raise ConcurError(f"squeue failed: {listing.stderr.strip()}")
-        states = {}
-        for line in listing.stdout.splitlines():
-            slurm_id, state, reason = (line.split(None, 2) + ["", ""])[:3]
-            if slurm_id:
-                states[slurm_id] = (state, reason.strip())
-        return states
+        return queue_states(s.slurm_id for s in submissions)
 
     def _remember(self, submission: Submission) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -292,4 +339,6 @@ class SlurmExecutor:
 
 
 def _state(result: dict[str, Any]) -> JobState:
+    if not result:
+        return JobState.INTERRUPTED
     return JobState.DONE if result.get("status") == "ok" else JobState.FAILED

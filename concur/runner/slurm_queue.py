@@ -1,0 +1,59 @@
+"""What Slurm's queue says of submitted jobs (squeue), for the Slurm executor and for claims held by Slurm jobs."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from collections.abc import Iterable
+
+from concur.errors import ConcurError
+
+SQUEUE_TIMEOUT_SECONDS = 60
+LISTING_FRESH_SECONDS = 5.0  # a listing answers every claim check for this long: one squeue per status, not one per job
+# States of a job Slurm will still run (or runs now); any other state, or none, means it ended.
+QUEUE_STATES_ALIVE = frozenset({"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "REQUEUED", "RESIZING", "SUSPENDED", "STAGE_OUT"})
+
+_listing: tuple[float, dict[str, tuple[str, str]]] | None = None
+
+
+def queue_states(slurm_ids: Iterable[str]) -> dict[str, tuple[str, str]]:
+    """Slurm's (state, reason) of each job or array task it still knows (ended ones stay listed for MinJobAge)."""
+    arrays = ",".join(sorted({slurm_id.split("_")[0] for slurm_id in slurm_ids}))
+    if not arrays:
+        return {}
+    return _squeue(["--jobs", arrays])
+
+
+def is_queued(slurm_id: str) -> bool | None:
+    """Whether Slurm will still run (or runs now) `slurm_id`; None where there is no Slurm to ask."""
+    global _listing
+    if shutil.which("squeue") is None:
+        return None
+    if _listing is None or time.monotonic() - _listing[0] > LISTING_FRESH_SECONDS:
+        try:
+            _listing = (time.monotonic(), _squeue([]))
+        except ConcurError:
+            return None
+    state = _listing[1].get(slurm_id)
+    return state is not None and state[0] in QUEUE_STATES_ALIVE
+
+
+def _squeue(selection: list[str]) -> dict[str, tuple[str, str]]:
+    try:
+        listing = subprocess.run(
+            ["squeue", "-h", "-r", "-t", "all", "-o", "%i %T %r", *selection],
+            capture_output=True,
+            text=True,
+            timeout=SQUEUE_TIMEOUT_SECONDS,
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise ConcurError(f"cannot ask Slurm for the state of the submitted jobs (squeue: {error})") from error
+    if listing.returncode != 0 and "Invalid job id" not in listing.stderr:
+        raise ConcurError(f"squeue failed: {listing.stderr.strip()}")
+    states = {}
+    for line in listing.stdout.splitlines():
+        slurm_id, state, reason = (line.split(None, 2) + ["", ""])[:3]
+        if slurm_id:
+            states[slurm_id] = (state, reason.strip())
+    return states
