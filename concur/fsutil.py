@@ -13,12 +13,17 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
+import socket
 import tempfile
+import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
+
+from concur.errors import ConcurError
 
 GZIP_MAGIC = b"\x1f\x8b"
 # What reading a truncated or corrupt (gzip) text file raises, beside the format's own errors.
@@ -26,6 +31,12 @@ UNREADABLE = (EOFError, zlib.error, gzip.BadGzipFile, UnicodeDecodeError)
 _CHUNK = 1 << 20
 FILE_MODE = 0o666  # what open() asks for a new file, before the umask
 DIRECTORY_MODE = 0o777  # what mkdir() asks for, before the umask
+# A leftover tagged by another host cannot have its writer asked whether it still runs: it is
+# taken as abandoned once untouched this long (no write of ours pauses for a day).
+ABANDONED_AFTER_SECONDS = 24 * 60 * 60
+OWNER_SEPARATOR = "@"  # in `STEM@HOST@PID[.SUFFIX]`, the names of files and directories a process owns while it writes them
+STAGING_SUFFIX = ".staging"  # `.NAME.staging@HOST@PID`: a directory being built before it is published as NAME
+RETIRED_SUFFIX = ".old"  # `.NAME.old@HOST@PID`: the previous NAME, moved aside while the new one is published
 
 
 def md5_file(path: Path, *, decompress: bool = False) -> str:
@@ -59,7 +70,7 @@ def atomic_open(path: Path, mode: str = "wb", *, gzip_level: int | None = None) 
     gives byte-identical files (and equal md5s) on every run.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp_name = tempfile.mkstemp(prefix=owned_name(f".{path.name}") + ".", suffix=".tmp", dir=path.parent)
     tmp = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as raw:
@@ -109,13 +120,115 @@ def publish_directory(staging: Path, final: Path) -> None:
     """Replace directory `final` by the finished `staging` directory in one rename.
 
     The old directory, if any, is moved aside first and removed only after the new one is
-    in place, so readers see either the old complete content or the new complete content.
+    in place, so readers see either the old complete content or the new complete content;
+    if the new one cannot be put in place the old one is moved back. `final` must name an
+    entry directly inside the staging directory's parent (where the rename is atomic): a
+    name such as `.` or `..` would otherwise move the parent itself or what lies above it.
     """
-    final.parent.mkdir(parents=True, exist_ok=True)
+    parent = staging.parent
+    _require_entry_of(parent, final)
+    remove_leftovers(final)
     retired = None
     if final.exists():
-        retired = final.with_name(f".{final.name}.old-{os.getpid()}")
+        retired = parent / owned_name(f".{final.name}{RETIRED_SUFFIX}")
+        shutil.rmtree(retired, ignore_errors=True)  # this very name can only be left by an earlier process with our pid
         os.replace(final, retired)
-    os.replace(staging, final)
+    try:
+        os.replace(staging, final)
+    except BaseException:
+        if retired is not None:
+            os.replace(retired, final)
+        raise
     if retired is not None:
         shutil.rmtree(retired, ignore_errors=True)
+
+
+def entry_path(parent: Path, name: str) -> Path:
+    """`parent / name`, refused unless `name` is one plain entry: `.`, `..`, `a/b` or an absolute path reach elsewhere."""
+    if name in ("", ".", "..") or "/" in name or (os.altsep and os.altsep in name):
+        raise ConcurError(f"{name!r} does not name an entry directly inside {parent}; refusing to write there")
+    return parent / name
+
+
+def _require_entry_of(parent: Path, final: Path) -> None:
+    """Refuse a `final` that is not strictly inside `parent` (its parent itself, above it, or deeper)."""
+    if final.name in ("", ".", "..") or final.parent.resolve() != parent.resolve():
+        raise ConcurError(f"refusing to publish {final}: it is not a directory strictly inside {parent}")
+
+
+def this_host() -> str:
+    """This machine's name as it appears in owned names (without the separator, which a host name never holds)."""
+    return socket.gethostname().replace(OWNER_SEPARATOR, "_").replace("/", "_")
+
+
+def owned_name(stem: str) -> str:
+    """`STEM@HOST@PID`: a name that tells which process wrote it, so its leftover can be removed once that process is gone."""
+    return f"{stem}{OWNER_SEPARATOR}{this_host()}{OWNER_SEPARATOR}{os.getpid()}"
+
+
+def staging_directory(final: Path) -> Path:
+    """Where this process builds the directory it will publish as `final` (a sibling, so the rename is atomic)."""
+    _require_entry_of(final.parent, final)
+    return final.parent / owned_name(f".{final.name}{STAGING_SUFFIX}")
+
+
+def remove_leftovers(final: Path) -> None:
+    """Remove the staging and retired siblings of `final` whose writers were killed (see `remove_abandoned`)."""
+    for suffix in (STAGING_SUFFIX, RETIRED_SUFFIX):
+        remove_abandoned(final.parent, f".{final.name}{suffix}")
+
+
+def remove_abandoned_temporaries(path: Path) -> None:
+    """Remove the temporary files `atomic_open` left beside `path` when a writer was killed before its rename."""
+    remove_abandoned(path.parent, f".{path.name}")
+
+
+def remove_abandoned(directory: Path, stem: str) -> list[Path]:
+    """Remove the entries `owned_name(stem)[.SUFFIX]` in `directory` whose writer is gone; returns them.
+
+    A writer on this host is gone when its pid no longer runs; one on another host when the
+    entry is older than `ABANDONED_AFTER_SECONDS`. Nothing of a running writer is touched
+    (a reused pid only keeps a leftover a while longer). Failures (a read-only directory,
+    a concurrent removal) are ignored: a leftover is never worth failing the work for.
+    """
+    pattern = re.compile(re.escape(stem) + rf"{OWNER_SEPARATOR}([^{OWNER_SEPARATOR}/]+){OWNER_SEPARATOR}(\d+)(\.[^{OWNER_SEPARATOR}/]*)?")
+    removed = []
+    try:
+        entries = list(directory.iterdir()) if directory.is_dir() else []
+    except OSError:
+        return removed
+    for entry in entries:
+        match = pattern.fullmatch(entry.name)
+        if match is None or not _abandoned(entry, match.group(1), int(match.group(2))):
+            continue
+        try:
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+        except OSError:
+            continue
+        removed.append(entry)
+    return removed
+
+
+def _abandoned(entry: Path, host: str, pid: int) -> bool:
+    """Whether the process that owns `entry` is gone (see `remove_abandoned`)."""
+    if host == this_host():
+        return pid != os.getpid() and not _pid_runs(pid)
+    try:
+        stat = entry.lstat()
+    except OSError:
+        return False
+    return time.time() - max(stat.st_mtime, stat.st_ctime) > ABANDONED_AFTER_SECONDS
+
+
+def _pid_runs(pid: int) -> bool:
+    """Whether a process with this pid exists on this host (one owned by another user counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -287,7 +287,7 @@ def test_record_superglue_json_lines(tmp_path):
 def test_record_malformed_input(tmp_path):
     lines = tmp_path / "train.jsonl"
     lines.write_text(json.dumps({"passage": {"text": "x"}, "qas": [], "idx": 0}) + "\n{not json\n")
-    with pytest.raises(DataFormatError, match="train.jsonl, line 2: invalid JSON"):
+    with pytest.raises(DataFormatError, match="train.jsonl, line 2 column 2: invalid JSON"):
         read_record(lines)
     document = tmp_path / "train.json"
     broken = json.loads(json.dumps(RECORD_PASSAGE))

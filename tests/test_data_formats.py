@@ -186,5 +186,5 @@ def test_readers_report_a_cut_off_gzip_stream(tmp_path, reader):
 def test_readers_report_text_that_is_not_utf8(tmp_path, reader):
     latin1 = tmp_path / "latin1.txt"
     latin1.write_bytes("1 Zo\xeb went to the caf\xe9.\n".encode("latin-1"))
-    with pytest.raises(DataFormatError, match=r"latin1.txt: .*UTF-8"):
+    with pytest.raises(DataFormatError, match=r"latin1.txt(, line 1 column 5)?: .*UTF-8"):
         reader(latin1)

@@ -81,7 +81,7 @@ def test_lm_samples_read_text_and_name_malformed_lines(tmp_path):
     path.write_text('{"id": 7, "text": "a b  c\\nd", "length": 4, "ended": true}\n\n{"text": "e"}\n')
     assert [(document.name, document.length) for document in lm_samples(path)] == [("sample 7", 4), ("sample 3", 1)]
     path.write_text('{"id": 0, "text": "fine"}\n{"id": 1, "text": \n')
-    with pytest.raises(DataFormatError, match=r"samples.jsonl, line 2: invalid JSON") as error:
+    with pytest.raises(DataFormatError, match=r"samples.jsonl, line 2 column 19: invalid JSON") as error:
         lm_samples(path)
     assert error.value.line == 2
     path.write_text(json.dumps({"id": 0, "body": "no text"}) + "\n")

@@ -33,7 +33,7 @@ def test_prepare_real_babi_once(tmp_path):
     }
     source = manifest["sources"]["train"]
     assert (source["origin"], source["verified"], source["md5"]) == ("local", True, "b3d2196a7dd5d8c65b2ddc17a34d76bd")
-    assert sorted(path.name for path in bench.directory.iterdir()) == ["manifest.json", "test.jsonl.gz", "train.jsonl.gz"]
+    assert sorted(path.name for path in bench.directory.iterdir()) == ["manifest.json", "test.jsonl.gz", "train.jsonl.gz", "verified.json"]
     assert manifest["splits"]["test"]["md5"] == md5_file(bench.directory / "test.jsonl.gz", decompress=True)
     assert bench.load("test").n_questions == 1000
     again, did_work = prepare(spec, _locator(tmp_path, SHARED_DATA), data_dir)

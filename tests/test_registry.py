@@ -224,7 +224,7 @@ def test_malformed_approach_specs(tmp_path, change, field, problem):
 
 def test_invalid_toml_and_id_mismatch(tmp_path):
     user = _user_registry(tmp_path, "benchmarks", "broken", 'id = "broken"\nfamily = \n')
-    with pytest.raises(SpecError, match=r"broken.toml: invalid TOML"):
+    with pytest.raises(SpecError, match=r"broken.toml, line 2 column 10: invalid TOML"):
         default_registry([user]).benchmarks()
     user = _user_registry(tmp_path / "other", "benchmarks", "mine", 'id = "yours"\n')
     with pytest.raises(SpecError, match="must equal the file name 'mine'"):

@@ -27,9 +27,7 @@ shifted-set scores; the notes list them with the reason.
 from __future__ import annotations
 
 import contextlib
-import json
 import re
-import tomllib
 import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
@@ -44,8 +42,8 @@ import pandas as pd
 from concur.analysis.tidy import tidy_frame
 from concur.data.sources import SourceLocator
 from concur.errors import DataFormatError, SpecError, UnknownNameError
-from concur.fsutil import UNREADABLE, read_json
 from concur.registry.specs import SourceFile
+from concur.userfiles import load_json, load_toml
 
 LEADERBOARDS: tuple[str, ...] = ("mrqa2019-in-domain-dev", "mrqa2019-ood-dev", "mrqa2019-ood-test", "squadshifts")
 SPEC_FILE = Path(__file__).parent / "data" / "leaderboards.toml"
@@ -134,8 +132,7 @@ class Match:
 @cache
 def leaderboard_files() -> dict[str, LeaderboardFile]:
     """The upstream files, keyed as in `data/leaderboards.toml`."""
-    with SPEC_FILE.open("rb") as handle:
-        spec = tomllib.load(handle)
+    spec = load_toml(SPEC_FILE)
     files = {}
     for key, table in spec.items():
         for field in SPEC_FIELDS:
@@ -374,10 +371,7 @@ def _mrqa_scores(scores: Any, origin: str, where: str) -> dict[str, tuple[float 
 def _read(key: str, locator: SourceLocator) -> tuple[Any, str, str]:
     spec = leaderboard_files()[key]
     located = locator.locate(spec.source)
-    try:
-        payload = read_json(located.path)
-    except (json.JSONDecodeError, *UNREADABLE) as exc:
-        raise DataFormatError(located.path, f"not a readable JSON file ({exc})") from None
+    payload = load_json(located.path)
     checked = "md5 verified" if located.verified else "md5 not checked"
     return payload, str(located.path), f"{key}: {located.path} ({located.origin}, {checked}); cite: {spec.citation}"
 
@@ -385,7 +379,7 @@ def _read(key: str, locator: SourceLocator) -> tuple[Any, str, str]:
 def _tidy(rows: list[tuple[Any, ...]], origin: str) -> pd.DataFrame:
     """Rows in `ROW_COLUMNS` order, with the families, checked by `tidy_frame`."""
     frame = pd.DataFrame(rows, columns=list(ROW_COLUMNS))
-    return tidy_frame(frame.assign(approach_family=APPROACH_FAMILY, benchmark_family=BENCHMARK_FAMILY), origin)
+    return tidy_frame(frame.assign(approach_family=APPROACH_FAMILY, benchmark_family=BENCHMARK_FAMILY), origin, imported=True)
 
 
 def _get(mapping: Any, key: str, origin: str, where: str) -> Any:

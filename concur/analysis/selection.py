@@ -3,6 +3,8 @@
 Items are comma-separated and expand in the order given; a family or glob expands to its
 members in family order, then natural name order (babi-2 before babi-11). Every item must
 match something, so a typo is an error with the closest valid name, not an empty matrix.
+Only `all` (or no selection at all) selects everything: an empty one (`-a ''`, `' , '`) is an
+error, since taking it for "all" would start training every approach.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import fnmatch
 from collections.abc import Mapping, Sequence
 
 from concur.analysis.ordering import family_order
-from concur.errors import ConcurError, UnknownNameError
+from concur.errors import ConcurError, UnknownNameError, some_names
 
 ALL = "all"
 GLOB_CHARACTERS = "*?["
@@ -35,13 +37,14 @@ def select(
     hold and say what they left out).
     """
     ordered = family_order(list(available), families, family_rank)
-    if request is None or request.strip() in ("", ALL):
+    if request is None:
         return ordered
+    items = [part.strip() for part in request.split(",") if part.strip()]  # "a,,b" and a trailing comma are harmless
+    if not items:
+        raise _empty_selection(request, ordered, families, family_rank, kind, scope)
     chosen: list[str] = []
     present_families = {families.get(item) for item in available}
-    for item in (part.strip() for part in request.split(",")):
-        if not item:
-            continue
+    for item in items:
         try:
             matches = _expand(item, available, ordered, families, family_rank, present_families, kind, scope)
         except ConcurError:
@@ -51,6 +54,17 @@ def select(
             continue
         chosen.extend(member for member in matches if member not in chosen)
     return chosen
+
+
+def _empty_selection(
+    request: str, ordered: Sequence[str], families: Mapping[str, str], family_rank: Sequence[str], kind: str, scope: str
+) -> ConcurError:
+    """The error for a selection with no item: what could be given instead."""
+    present = [family for family in family_rank if any(families.get(member) == family for member in ordered)]
+    every = f"every {kind} {scope}".strip()
+    known = f"; known: {some_names(ordered)}" if ordered else ""
+    kinds = f"ids, families ({', '.join(present or family_rank)}), globs"
+    return ConcurError(f"empty {kind} selection {request!r}: give {kinds}, or {ALL!r} for {every}{known}")
 
 
 def _expand(item, available, ordered, families, family_rank, present_families, kind, scope) -> list[str]:

@@ -43,6 +43,7 @@ from concur.fsutil import atomic_open
 from concur.plots.heatmap import concurrence_heatmap
 from concur.plots.scatter import pair_scatter
 from concur.plots.style import save_figure
+from concur.registry.specs import id_problem
 
 
 class MatrixFormat(StrEnum):
@@ -62,7 +63,8 @@ RESULTS_OPTION = typer.Option(
     ["store"],
     "--results",
     "-r",
-    help=f"Results to analyse: {', '.join(NAMED_SOURCES)} or a tidy CSV; repeat or join with + to combine (later replaces earlier cells).",
+    help=f"Results to analyse: {', '.join(NAMED_SOURCES)} or a tidy CSV or JSON file; "
+    "repeat or join with + to combine (later replaces earlier cells).",
 )
 POLICY_OPTION = typer.Option(Policy.best, "--policy", help="Reduce hyperparameter samples: default (SQuAD setting), best (max), mean.")
 APPROACHES_OPTION = typer.Option(
@@ -209,6 +211,9 @@ def compare(
     named = [first, second, *([reference] if reference else [])]
     if len(set(named)) < len(named):
         raise ConcurError(f"compare needs different benchmarks, got {', '.join(named)}")
+    for name in named:  # the ids name the plot's file
+        if problem := id_problem(name):
+            raise ConcurError(f"compare takes benchmark ids: {problem}")
     loaded = load(state, results, source_dir)
     table = em_table(loaded, policy=policy, benches=",".join(named), approaches=approaches, registry=state.registry())
     not_ids = [name for name in named if name not in table.wide.columns]

@@ -1,10 +1,16 @@
-"""What every command shares: the global options, consoles and output formats."""
+"""What every command shares: the global options, consoles and output formats, and how failures are told."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import shlex
+import sys
+import tempfile
+import traceback
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -14,6 +20,7 @@ from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 
+from concur import __version__
 from concur.data.sources import SourceLocator
 from concur.progress import STDERR
 from concur.registry import Registry, default_registry
@@ -26,6 +33,16 @@ out = Console(highlight=False)
 if not out.is_terminal and "COLUMNS" not in os.environ:  # an explicit $COLUMNS still sets the width
     out = Console(highlight=False, width=PIPED_WIDTH)
 err = STDERR
+
+DEBUG_ENV = "CONCUR_DEBUG"  # 1: an unexpected error prints its traceback (as --debug)
+STATE_ENV = "XDG_STATE_HOME"  # crash logs go to $XDG_STATE_HOME/concur/logs (default ~/.local/state)
+DEFAULT_STATE_DIR = Path("~/.local/state")
+LOG_SUBDIR = Path("concur") / "logs"
+FALLBACK_LOG_DIR = "concur-logs"  # under the system temp dir, when the state dir is not writable
+# OS errors that are about the machine, not the program: one line naming the path is the whole story.
+ENVIRONMENT_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.ENOENT, errno.EISDIR})
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+_debug_flag = False  # set by the root command's --debug; read by `concur.cli.main` after the command failed
 
 
 class Format(StrEnum):
@@ -52,6 +69,53 @@ class Settings:
 
 def settings(ctx: typer.Context) -> Settings:
     return ctx.ensure_object(Settings)
+
+
+def set_debug(enabled: bool) -> None:
+    """Remember --debug for the error handler, which runs after the command (and its context) ended."""
+    global _debug_flag
+    _debug_flag = enabled
+
+
+def debug_enabled() -> bool:
+    """--debug or $CONCUR_DEBUG (anything but empty, 0, false, no)."""
+    return _debug_flag or os.environ.get(DEBUG_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def is_environment_error(error: OSError) -> bool:
+    """An OS error the user fixes on the machine (permissions, a full disk, a missing path) rather than a bug."""
+    return error.filename is not None or error.errno in ENVIRONMENT_ERRNOS
+
+
+def os_error_message(error: OSError) -> str:
+    """One line for an OS error: what could not be done, to which path, and why."""
+    paths = " -> ".join(str(name) for name in (error.filename, error.filename2) if name is not None)
+    verb = "cannot write" if error.errno in WRITE_ERRNOS else "cannot access"
+    return f"{verb} {paths or 'a file'}: {error.strerror or error}"
+
+
+def unexpected_error_message(error: BaseException, log: Path | None) -> str:
+    """The one line an unexpected error (a bug) gets: its type, message, and where its traceback went (`log`, else printed above)."""
+    lines = str(error).strip().splitlines()
+    where = f"the traceback is in {log} (rerun with --debug to print it)" if log else "the traceback is above"
+    what = type(error).__name__ + (f": {lines[0]}" if lines else "")
+    return f"concur: unexpected error: {what}; {where}"
+
+
+def write_crash_log(error: BaseException) -> Path | None:
+    """Write the command line and traceback to a new log file; None when no log directory is writable."""
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    text = f"concur {__version__}: {shlex.join(sys.argv)}\n{''.join(traceback.format_exception(error))}"
+    state = Path(os.environ.get(STATE_ENV) or DEFAULT_STATE_DIR.expanduser())
+    for directory in (state / LOG_SUBDIR, Path(tempfile.gettempdir()) / FALLBACK_LOG_DIR):
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            path = directory / f"crash-{stamp}-{os.getpid()}.log"
+            path.write_text(text, encoding="utf-8")
+            return path
+        except OSError:
+            continue
+    return None
 
 
 def print_json(payload: Any) -> None:

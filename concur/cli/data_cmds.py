@@ -10,7 +10,7 @@ from rich.markup import escape
 from concur.cli.common import SOURCE_DIR_OPTION, Format, err, out, print_json, print_table, settings
 from concur.cli.kg_cmd import build_kg_command
 from concur.data.examples import sample_examples
-from concur.data.prepare import SPLITS, load_split, prepare
+from concur.data.prepare import SPLITS, PreparedDataError, load_split, prepare, prepared
 from concur.data.stats import split_stats
 from concur.errors import ConcurError
 
@@ -52,6 +52,38 @@ def prepare_command(
             if not source["verified"]:
                 err.print(f"[yellow]warning:[/] {spec.id}: source {name!r} has no declared md5; used unverified (md5 {source['md5']})")
     print_table(None, ["benchmark", "state", "train q / ctx", "test q / ctx", "kept and dropped", "sources", "directory"], rows)
+
+
+@app.command("verify")
+def verify_command(
+    ctx: typer.Context,
+    benchmarks: list[str] = typer.Argument(..., help="Benchmark ids."),
+    full: bool = typer.Option(False, "--full", help="Hash every file, also those whose recorded check still holds."),
+) -> None:
+    """Check prepared benchmarks against their manifests, as every run does before using them.
+
+    A file unchanged since its last check is trusted by its stat; --full hashes it anyway
+    (for damage that keeps a file's size and times, such as a failing disk).
+    """
+    state = settings(ctx)
+    registry = state.registry()
+    specs = [registry.benchmark(bench_id) for bench_id in benchmarks]
+    data_dir = state.workspace().data_dir
+    rows, failed = [], 0
+    for spec in specs:
+        try:
+            bench = prepared(data_dir, spec, full=full)
+        except PreparedDataError as exc:
+            rows.append([spec.id, "damaged", str(exc)])
+            failed += 1
+            continue
+        if bench is None:
+            rows.append([spec.id, "not prepared", "not yet, or from another spec"])
+        else:
+            rows.append([spec.id, "verified", str(bench.directory)])
+    print_table(None, ["benchmark", "state", "detail"], rows)
+    if failed:
+        raise ConcurError(f"{failed} of {len(specs)} benchmarks failed verification; see the table above")
 
 
 @app.command("stats")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
@@ -10,8 +9,8 @@ import typer
 from concur.cli.common import err, print_json
 from concur.data.readers import read_any
 from concur.errors import DataFormatError
-from concur.fsutil import open_text
 from concur.metrics import evaluate
+from concur.userfiles import load_json
 
 SHOWN_QIDS = 5
 
@@ -39,13 +38,7 @@ def score(
 
 def load_predictions(path: Path) -> dict[str, str]:
     """A `{qid: answer}` JSON object; anything else is an error naming the file."""
-    try:
-        with open_text(path) as handle:
-            payload = json.load(handle)
-    except json.JSONDecodeError as exc:
-        raise DataFormatError(path, f"invalid JSON ({exc.msg} at column {exc.colno})", exc.lineno) from None
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
-        raise DataFormatError(path, f"unreadable ({exc})") from None
+    payload = load_json(path)
     if not isinstance(payload, dict):
         raise DataFormatError(path, 'predictions must be a JSON object {"qid": "answer text", ...}')
     for qid, answer in payload.items():

@@ -8,6 +8,9 @@ place only after its size, its md5 and (for gzip data without a declared md5) it
 stream check out, so a wrong checksum, a truncated transfer, an HTML error page or a dropped
 connection never leaves a file under its final name. Bytes that can never become right (a
 wrong md5, a corrupt gzip stream, an HTML page) are deleted rather than kept for resuming.
+A killed download (SIGKILL, a lost node) leaves only `<name>.part` and `<name>.part.json`,
+named so that no reader takes them for data; the next attempt resumes from them, and removes
+the temporary files a killed writer of `<name>` or its resume state left (`.<name>@HOST@PID...`).
 
 Archive members are copied out of `.tar[.gz]` and `.zip` archives the same way: through a
 temporary file that replaces the destination only when the member's md5 matches.
@@ -34,7 +37,7 @@ from typing import IO
 
 from concur import __version__
 from concur.errors import DownloadError, closest
-from concur.fsutil import GZIP_MAGIC, atomic_open, atomic_write_json, md5_file
+from concur.fsutil import GZIP_MAGIC, atomic_open, atomic_write_json, md5_file, remove_abandoned_temporaries
 from concur.progress import download_progress
 
 TIMEOUT_SECONDS = 60
@@ -69,6 +72,8 @@ def partial_path(destination: Path) -> Path:
 def download(url: str, destination: Path, md5: str | None) -> str:
     """Fetch `url` into `destination`, resuming an earlier partial transfer; returns the md5 of the file."""
     partial = partial_path(destination)
+    for path in (destination, _resume_state_path(partial)):
+        remove_abandoned_temporaries(path)
     try:
         try:
             _transfer(url, partial, _resume_state(url, partial))
@@ -258,6 +263,7 @@ def extract_member(archive: Path, member: str, destination: Path, md5: str | Non
     kind = "zip" if archive.name.endswith(".zip") or _starts_with(archive, ZIP_MAGIC) else "tar"
     opener = _zip_member if kind == "zip" else _tar_member
     digest = hashlib.md5()
+    remove_abandoned_temporaries(destination)
     try:
         with opener(archive, member) as source, atomic_open(destination) as handle:
             while chunk := source.read(_CHUNK):

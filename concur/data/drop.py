@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from concur.data.model import DetectedAnswer, Passage, Question, Span, Split
-from concur.data.squad import load_json_document
 from concur.errors import DataFormatError
+from concur.userfiles import load_json
 
 NUMBER = "number answer (not a span)"
 DATE = "date answer (not a span)"
@@ -33,7 +33,7 @@ NOT_IN_PASSAGE = "span answer not found in the passage"
 
 def read_drop(path: Path, split_name: str = "") -> Split:
     """Read a DROP JSON file, keeping the questions the MRQA rules make extractive."""
-    document = load_json_document(path)
+    document = load_json(path)
     if not isinstance(document, dict):
         raise DataFormatError(path, "not DROP JSON: expected an object {passage id: {'passage', 'qa_pairs'}}")
     split = Split(dataset="DROP", split=split_name, passages=[])

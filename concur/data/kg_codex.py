@@ -17,7 +17,6 @@ Every file may be a gzip copy; `.gz` is appended when the plain name is absent.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import Any
 from concur.data.kg import KGBuilder, is_id
 from concur.data.textfile import numbered_lines
 from concur.errors import DataFormatError, MissingSourceError
-from concur.fsutil import UNREADABLE, read_json
+from concur.userfiles import load_json
 
 CODEX_SPLITS = ("train", "valid", "test")
 
@@ -105,12 +104,7 @@ def _entity_labels(files: CodexFiles) -> dict[str, list[str]]:
 
 
 def _json_object(path: Path) -> dict[str, Any]:
-    try:
-        data = read_json(path)
-    except json.JSONDecodeError as exc:
-        raise DataFormatError(path, f"invalid JSON ({exc.msg})", exc.lineno) from None
-    except UNREADABLE as exc:
-        raise DataFormatError(path, f"truncated, corrupt or not UTF-8 ({exc})") from None
+    data = load_json(path)
     if not isinstance(data, dict):
         raise DataFormatError(path, "expected a JSON object")
     return data

@@ -90,6 +90,13 @@ class Split:
         return {question.qid: question.answers for _, question in self.questions()}
 
 
+def unanswered(answers: list[str]) -> str | None:
+    """Why a question with these gold answers cannot be scored (none, or only blank ones), or None when it can."""
+    if any(answer.strip() for answer in answers):
+        return None
+    return f"no answer text to score against (answers {answers!r}); unanswerable questions are not supported"
+
+
 def span_problem(context: str, span: Span) -> str | None:
     """Why `span` cannot index `context`, or None when it can."""
     first, last = span

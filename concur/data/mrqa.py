@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from concur.data.model import DetectedAnswer, Passage, Question, Split, span_problem
+from concur.data.model import DetectedAnswer, Passage, Question, Split, span_problem, unanswered
 from concur.data.textfile import numbered_lines, parse_json_line
 from concur.errors import DataFormatError
 from concur.fsutil import atomic_open
@@ -108,6 +108,8 @@ def _parse_passage(path: Path, number: int, record: Any) -> Passage:
             raise fail(f"{where} (qid {qid}): missing field 'question'")
         if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
             raise fail(f"{where} (qid {qid}): 'answers' must be a list of strings")
+        if problem := unanswered(answers):
+            raise fail(f"{where} (qid {qid}): {problem}")
         detected = []
         for answer in qa.get("detected_answers", []):
             try:

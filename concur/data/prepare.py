@@ -6,14 +6,20 @@ synthetic benchmark, made by its seeded generator from its input sources. The re
 source md5s, question and context counts, dropped examples, creation time). The directory
 is built under a temporary name and renamed into place complete, so a half-prepared
 benchmark is never read. Preparing again with an unchanged spec does no work.
+
+Prepared data is checked against its manifest before every use, since its `data_hash` (the
+hash of the split files' md5s) is part of every job key: an edited, truncated or missing split
+file must stop a run rather than pass under the key of the data it replaced. A file whose
+content was checked has its stat recorded in `verified.json`, so an unchanged file costs one
+`stat` and a changed one (even only touched) is hashed again before it is trusted.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
-from dataclasses import dataclass, fields
+from collections.abc import Iterable
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,12 +32,41 @@ from concur.data.readers import read_source
 from concur.data.sources import LocatedSource, SourceLocator
 from concur.data.transforms import carve, downsample
 from concur.errors import ConcurError, DataFormatError, SpecError
-from concur.fsutil import atomic_write_json, md5_file, publish_directory, read_json
+from concur.fsutil import (
+    UNREADABLE,
+    atomic_write_json,
+    entry_path,
+    md5_file,
+    publish_directory,
+    read_json,
+    remove_leftovers,
+    staging_directory,
+)
 from concur.registry.specs import BenchmarkSpec, SourceFile, SplitPlan, SplitSizes
 
 SPLITS = ("train", "test")
 MANIFEST = "manifest.json"
+VERIFIED = "verified.json"  # {file: its stat when its md5 last matched the manifest, and that md5}
 OFFLINE_ORIGINS = ("local", "cache")  # `SourceLocator.availability` values that need no download
+
+
+class PreparedDataError(DataFormatError):
+    """Prepared data that cannot be used as its manifest describes it (missing, unreadable, inconsistent)."""
+
+    def __init__(self, path: Path, problem: str, benchmark: str) -> None:
+        super().__init__(path, f"{problem}; prepare it again with `concur data prepare {benchmark} --force`")
+
+
+class DataChangedError(PreparedDataError):
+    """A prepared split file whose content is not the content its manifest (and every job key made from it) records."""
+
+    def __init__(self, path: Path, expected: str, actual: str, benchmark: str) -> None:
+        self.expected, self.actual = expected, actual
+        problem = (
+            f"content changed since it was prepared: its md5 is {actual}, but {path.parent / MANIFEST} records {expected}, "
+            "so results made from it could be taken for results on the prepared data"
+        )
+        super().__init__(path, problem, benchmark)
 
 
 @dataclass(frozen=True)
@@ -40,44 +75,153 @@ class PreparedBenchmark:
 
     directory: Path
     manifest: dict[str, Any]
+    # Stat fingerprints of split files this object checked, so a read-only data dir is not re-hashed per use.
+    _checked: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def data_hash(self) -> str:
         """Identity of the data, part of every job key: a hash of both splits' content."""
         return self.manifest["data_hash"]
 
+    @property
+    def benchmark(self) -> str:
+        return self.directory.name
+
+    def path(self, split: str) -> Path:
+        return self.directory / self.manifest["splits"][split]["file"]
+
     def load(self, split: str) -> Split:
-        return read_mrqa(self.directory / self.manifest["splits"][split]["file"])
+        """One split, read only once its file is checked against the manifest (by stat when unchanged)."""
+        self.verify([split])
+        return read_mrqa(self.path(split))
+
+    def verify(self, splits: Iterable[str] = SPLITS, *, full: bool = False) -> None:
+        """Check split files against the manifest's md5s: a file whose stat matches its record is trusted unread.
+
+        A file checked by content gets its record refreshed, unless the directory cannot be
+        written (a read-only runs dir): then it is checked by content at each use.
+        """
+        records = {} if full else {**_read_records(self.directory), **self._checked}
+        fresh = {}
+        for split in splits:
+            path, expected = self.path(split), self.manifest["splits"][split]["md5"]
+            record = {**_fingerprint(path, self.benchmark), "md5": expected}
+            if records.get(path.name) != record:
+                _check_content(path, expected, self.benchmark)
+                fresh[path.name] = record
+        self._checked.update(fresh)
+        if fresh:
+            _write_records(self.directory, fresh)
 
 
-def prepared(data_dir: Path, spec: BenchmarkSpec) -> PreparedBenchmark | None:
-    """The benchmark's materialised data if it is complete and made from this spec."""
-    directory = data_dir / spec.id
+def prepared(data_dir: Path, spec: BenchmarkSpec, *, full: bool = False) -> PreparedBenchmark | None:
+    """The benchmark's materialised data if it is made from this spec, checked against its manifest.
+
+    None when it is not prepared or was prepared from another spec (then it is prepared
+    again); a `PreparedDataError` when its files are missing, damaged or changed. With
+    `full` every file is hashed, whatever its recorded check says.
+    """
+    directory = entry_path(data_dir, spec.id)
     manifest_path = directory / MANIFEST
     if not manifest_path.is_file():
         return None
-    manifest = read_json(manifest_path)
+    manifest = _read_manifest(manifest_path, spec.id)
     if manifest.get("spec_hash") != spec.spec_hash:
         return None
-    if not all((directory / manifest["splits"][split]["file"]).is_file() for split in SPLITS):
-        return None
-    return PreparedBenchmark(directory, manifest)
+    bench = PreparedBenchmark(directory, manifest)
+    bench.verify(full=full)
+    return bench
 
 
 def prepare(spec: BenchmarkSpec, locator: SourceLocator, data_dir: Path, *, force: bool = False) -> tuple[PreparedBenchmark, bool]:
-    """Materialise `spec` unless it already is; returns the data and whether work was done."""
+    """Materialise `spec` unless it already is; returns the data and whether work was done.
+
+    Leftovers of a killed earlier prepare of this benchmark are removed first, whether or
+    not there is work to do; nothing outside its directory and their own names is touched.
+    """
+    final = entry_path(data_dir, spec.id)
+    remove_leftovers(final)
     if not force and (existing := prepared(data_dir, spec)) is not None:
         return existing, False
     located = {name: locator.locate(spec.sources[name]) for name in needed_sources(spec)}
     splits = _build_splits(spec, located)
-    staging = data_dir / f".staging-{spec.id}-{os.getpid()}"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    staging = staging_directory(final)
     shutil.rmtree(staging, ignore_errors=True)
     try:
         manifest = _write(spec, splits, located, staging)
-        publish_directory(staging, data_dir / spec.id)
+        publish_directory(staging, final)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return PreparedBenchmark(data_dir / spec.id, manifest), True
+    return PreparedBenchmark(final, manifest), True
+
+
+def data_hash(md5s: Iterable[str]) -> str:
+    """The manifest's `data_hash` from its splits' md5s, in `SPLITS` order: what job keys hold of the data."""
+    return hashlib.sha256("".join(md5s).encode()).hexdigest()
+
+
+def _read_manifest(path: Path, benchmark: str) -> dict[str, Any]:
+    """The manifest, with its split entries and its `data_hash` consistent with their md5s."""
+    try:
+        manifest = read_json(path)
+    except (OSError, ValueError, *UNREADABLE) as exc:
+        raise PreparedDataError(path, f"the manifest cannot be read ({_reason(exc)})", benchmark) from None
+    splits = manifest.get("splits") if isinstance(manifest, dict) else None
+    entries = [splits.get(split) if isinstance(splits, dict) else None for split in SPLITS]
+    if not all(isinstance(entry, dict) and _is_plain_name(entry.get("file")) and isinstance(entry.get("md5"), str) for entry in entries):
+        needs = f"not a benchmark manifest: it needs a file and an md5 for each of the splits {', '.join(SPLITS)}"
+        raise PreparedDataError(path, needs, benchmark)
+    expected = data_hash(entry["md5"] for entry in entries)
+    if manifest.get("data_hash") != expected:
+        raise PreparedDataError(path, f"data_hash {manifest.get('data_hash')!r} is not the hash of its split md5s ({expected})", benchmark)
+    return manifest
+
+
+def _is_plain_name(name: Any) -> bool:
+    return isinstance(name, str) and name not in ("", ".", "..") and "/" not in name
+
+
+def _fingerprint(path: Path, benchmark: str) -> dict[str, int]:
+    """What changes when a file is rewritten, touched or replaced; ctime and inode also when its mtime is put back."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        raise PreparedDataError(path, "missing: the prepared benchmark is incomplete", benchmark) from None
+    except OSError as exc:
+        raise PreparedDataError(path, f"cannot be read ({_reason(exc)})", benchmark) from None
+    return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "ctime_ns": stat.st_ctime_ns, "inode": stat.st_ino}
+
+
+def _check_content(path: Path, expected: str, benchmark: str) -> None:
+    """Hash the decompressed content as the manifest did, and compare."""
+    try:
+        actual = md5_file(path, decompress=True)
+    except (OSError, *UNREADABLE) as exc:
+        raise PreparedDataError(path, f"cannot be read, the file is damaged or truncated ({_reason(exc)})", benchmark) from None
+    if actual != expected:
+        raise DataChangedError(path, expected, actual, benchmark)
+
+
+def _reason(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__
+
+
+def _read_records(directory: Path) -> dict[str, Any]:
+    """The recorded checks; an unreadable record only means checking by content again."""
+    try:
+        records = read_json(directory / VERIFIED)
+    except (OSError, ValueError, *UNREADABLE):
+        return {}
+    return records if isinstance(records, dict) else {}
+
+
+def _write_records(directory: Path, fresh: dict[str, Any]) -> None:
+    """Add `fresh` checks to the record, unless the directory cannot be written (a read-only runs dir)."""
+    try:
+        atomic_write_json(directory / VERIFIED, {**_read_records(directory), **fresh})
+    except OSError:
+        pass
 
 
 def load_split(spec: BenchmarkSpec, locator: SourceLocator, data_dir: Path, split: str) -> Split:
@@ -217,20 +361,21 @@ def _check_unique_qids(spec: BenchmarkSpec, split: str, data: Split) -> None:
 
 
 def _write(spec: BenchmarkSpec, splits: dict[str, Split], located: dict[str, LocatedSource], staging: Path) -> dict[str, Any]:
-    staging.mkdir(parents=True)
-    split_entries = {}
+    staging.mkdir()
+    split_entries, records = {}, {}
     for name, data in splits.items():
         data.split = name
         file_name = f"{name}.jsonl.gz"
         write_mrqa(data, staging / file_name)
+        md5 = md5_file(staging / file_name, decompress=True)
+        records[file_name] = {**_fingerprint(staging / file_name, spec.id), "md5": md5}  # a rename keeps a file's stat
         split_entries[name] = {
             "file": file_name,
-            "md5": md5_file(staging / file_name, decompress=True),
+            "md5": md5,
             "questions": data.n_questions,
             "contexts": data.n_passages,
             "dropped": dict(data.dropped),
         }
-    data_hash = hashlib.sha256("".join(split_entries[name]["md5"] for name in SPLITS).encode()).hexdigest()
     manifest = {
         "benchmark": spec.id,
         "family": spec.family,
@@ -239,9 +384,10 @@ def _write(spec: BenchmarkSpec, splits: dict[str, Split], located: dict[str, Loc
         "sources": {name: source.manifest_entry() for name, source in located.items()},
         "generator": None if spec.generator is None else {"name": spec.generator.name, "seed": spec.generator.seed},
         "splits": split_entries,
-        "data_hash": data_hash,
+        "data_hash": data_hash(split_entries[name]["md5"] for name in SPLITS),
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "concur_version": __version__,
     }
+    atomic_write_json(staging / VERIFIED, records)
     atomic_write_json(staging / MANIFEST, manifest)
     return manifest

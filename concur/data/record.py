@@ -30,6 +30,7 @@ from concur.data.squad import locate
 from concur.data.textfile import parse_json_line
 from concur.errors import DataFormatError
 from concur.fsutil import UNREADABLE, open_text
+from concur.userfiles import parse_json
 
 
 def read_record(path: Path, split_name: str = "") -> Split:
@@ -57,9 +58,7 @@ def _records(path: Path) -> Iterator[tuple[str, int | None, Any]]:
                     if line.strip():
                         yield f"line {number}", number, parse_json_line(path, line, number)
                 return
-            document = head if isinstance(head, dict) and "data" in head else json.loads(first + handle.read())
-    except json.JSONDecodeError as exc:
-        raise DataFormatError(path, f"invalid JSON ({exc.msg})", exc.lineno) from None
+            document = head if isinstance(head, dict) and "data" in head else parse_json(first + handle.read(), path)
     except (*UNREADABLE, OSError) as exc:
         raise DataFormatError(path, f"unreadable: truncated, corrupt or not UTF-8 ({exc})") from None
     if not isinstance(document, dict) or not isinstance(document.get("data"), list):

@@ -4,24 +4,25 @@ Answers become MRQA `detected_answers`: each distinct answer text with all its a
 character spans (inclusive). An `answer_start` that does not point at its text is moved to
 the nearest occurrence of the text in the context; an answer whose text does not occur at
 all keeps counting for scoring but gives no training span, and is counted in `dropped`.
+A question without any answer text (SQuAD 2.0's unanswerable ones) cannot be scored and is
+an error naming its id: scoring it would count every prediction wrong without a word.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from concur.data.model import DetectedAnswer, Passage, Question, Split
+from concur.data.model import DetectedAnswer, Passage, Question, Split, unanswered
 from concur.errors import DataFormatError
-from concur.fsutil import UNREADABLE, open_text
+from concur.userfiles import load_json
 
 UNLOCATED = "answer text not found in its context (kept for scoring, not for training)"
 
 
 def read_squad(path: Path, split_name: str = "") -> Split:
     """Read a SQuAD v1.1-format file (plain or gzip) into the unified model."""
-    document = load_json_document(path)
+    document = load_json(path)
     if not isinstance(document, dict) or not isinstance(document.get("data"), list):
         raise DataFormatError(path, "not SQuAD JSON: expected an object with a 'data' list")
     split = Split(dataset=f"SQuAD-{document.get('version', '?')}", split=split_name, passages=[])
@@ -35,17 +36,6 @@ def read_squad(path: Path, split_name: str = "") -> Split:
             ]
             split.passages.append(Passage(context=context, qas=questions, article=title or f"article-{a}"))
     return split
-
-
-def load_json_document(path: Path) -> Any:
-    """Parse a whole JSON file (plain or gzip); bad JSON names its line, a damaged file says so."""
-    try:
-        with open_text(path) as handle:
-            return json.load(handle)
-    except json.JSONDecodeError as exc:
-        raise DataFormatError(path, f"invalid JSON ({exc.msg})", exc.lineno) from None
-    except (*UNREADABLE, OSError) as exc:
-        raise DataFormatError(path, f"unreadable: truncated, corrupt or not UTF-8 ({exc})") from None
 
 
 def _field(path: Path, obj: Any, name: str, kind: type, where: str, required: bool = True) -> Any:
@@ -68,6 +58,8 @@ def _question(path: Path, context: str, qa: Any, where: str, split: Split) -> Qu
         located = locate(context, answer_text, start)
         if located is not None and located not in spans[answer_text]:
             spans[answer_text].append(located)
+    if problem := unanswered(list(spans)):
+        raise DataFormatError(path, f"{where} (question id {qid!r}): {problem}")
     detected = [DetectedAnswer(text, tuple(found)) for text, found in spans.items() if found]
     if spans and not detected:
         split.dropped[UNLOCATED] += 1

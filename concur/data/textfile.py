@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from concur.errors import DataFormatError
 from concur.fsutil import UNREADABLE, open_text
+from concur.userfiles import parse_json
 
 
 def numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -24,7 +24,4 @@ def numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
 
 def parse_json_line(path: Path, line: str, number: int) -> Any:
     """One JSON value from line `number` of `path`; invalid JSON is a DataFormatError naming the line and column."""
-    try:
-        return json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise DataFormatError(path, f"invalid JSON ({exc.msg} at column {exc.colno})", number) from None
+    return parse_json(line, path, line=number)

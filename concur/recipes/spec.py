@@ -8,7 +8,6 @@ file and the closest valid field, so a typo never silently changes a figure.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from concur.analysis.policy import Policy
 from concur.analysis.robustness import SCALINGS
 from concur.errors import SpecError
 from concur.registry.tables import Table
+from concur.userfiles import load_toml
 
 COMMON_FIELDS = {"kind", "title", "description", "citation", "benches", "approaches", "policy", "results", "bootstrap"}
 KIND_FIELDS: dict[str, set[str]] = {
@@ -79,12 +79,7 @@ def recipe_paths(target: Path) -> list[Path]:
 
 
 def load_recipe(path: Path) -> Recipe:
-    try:
-        with path.open("rb") as handle:
-            data = tomllib.load(handle)
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(path, None, f"not valid TOML ({exc})") from None
-    top = Table(data, path)
+    top = Table(load_toml(path), path)
     kind = top.choice("kind", tuple(KIND_FIELDS))
     top.reject_unknown(COMMON_FIELDS | KIND_FIELDS[kind])
     results = top.get("results", list)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from collections.abc import Iterable, Sequence
 from functools import cached_property
 from importlib import resources
@@ -27,12 +26,15 @@ from concur.errors import ConcurError, SpecError, UnknownNameError
 from concur.registry.specs import (
     APPROACH_FAMILIES,
     BENCHMARK_FAMILIES,
+    SPEC_ID_RULE,
     ApproachSpec,
     BenchmarkSpec,
+    id_problem,
     parse_approach,
     parse_benchmark,
 )
 from concur.registry.tables import DESCRIPTIVE_KEYS, deep_merge
+from concur.userfiles import load_toml, toml_key_line
 
 REGISTRY_ENV = "CONCUR_REGISTRY"
 KINDS = ("benchmarks", "approaches")
@@ -105,20 +107,21 @@ def _collect(dirs: Sequence[Path], kind: str) -> dict[str, tuple[dict[str, Any],
     found: dict[str, tuple[dict[str, Any], Path]] = {}
     for directory in dirs:
         for path in sorted((directory / kind).glob("*.toml")):
-            data = _load_toml(path)
-            spec_id = data.get("id")
-            if spec_id != path.stem:
-                raise SpecError(path, "id", f"must equal the file name {path.stem!r}, got {spec_id!r}")
-            found[spec_id] = (data, path)
+            data = load_toml(path)
+            found[_checked_id(path, data)] = (data, path)
     return found
 
 
-def _load_toml(path: Path) -> dict[str, Any]:
-    try:
-        with open(path, "rb") as handle:
-            return tomllib.load(handle)
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(path, None, f"invalid TOML: {exc}") from None
+def _checked_id(path: Path, data: dict[str, Any]) -> str:
+    """The spec's id: valid (it names directories), and its file's name."""
+    spec_id = data.get("id")
+    if "id" in data and (problem := id_problem(spec_id)):
+        raise SpecError(path, "id", problem, line=toml_key_line(path, "id"))
+    if problem := id_problem(path.stem):
+        raise SpecError(path, None, f"the file name gives the id {path.stem!r}, which is not valid: rename the file ({SPEC_ID_RULE})")
+    if spec_id != path.stem:
+        raise SpecError(path, "id", f"must equal the file name {path.stem!r}, got {spec_id!r}", line=toml_key_line(path, "id"))
+    return spec_id
 
 
 def _resolve_extends(spec_id: str, raw: dict[str, tuple[dict[str, Any], Path]], kind: str, chain: tuple[str, ...] = ()) -> dict[str, Any]:

@@ -8,6 +8,8 @@ override parts of it (downsampled SQuAD extends SQuAD). Errors name the file and
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +28,10 @@ APPROACH_STATUSES = ("ready", "planned")
 SPACE_KINDS = ("log_uniform", "uniform", "int_uniform", "choice")
 
 _COMMON_KEYS = {"id", "family", *DESCRIPTIVE_KEYS}  # fields every spec may have
+# Ids name directories (runs/data/<id>) and files: a letter or digit first (no ".", "..", hidden
+# or option-like names), then letters, digits and _ . + - (no separators or white space).
+SPEC_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
+SPEC_ID_RULE = "an id starts with a letter or digit and holds only letters, digits and _ . + -"
 
 
 @dataclass(frozen=True)
@@ -164,6 +170,15 @@ class ApproachSpec:
     @property
     def spec_hash(self) -> str:
         return content_hash(self.data)
+
+
+def id_problem(value: object) -> str | None:
+    """Why `value` cannot be a spec id, or None when it can."""
+    if not isinstance(value, str):
+        return f"must be a string, got {value!r}"
+    if not SPEC_ID.fullmatch(value):
+        return f"{value!r} is not a valid id: {SPEC_ID_RULE}"
+    return None
 
 
 def parse_benchmark(data: dict[str, Any], path: Path) -> BenchmarkSpec:
@@ -374,11 +389,21 @@ def _check_space_entry(space: Table, name: str, hparams: dict[str, Any]) -> None
     kinds = [kind for kind in SPACE_KINDS if kind in entry.data]
     if len(kinds) != 1 or len(entry.data) != 1:
         raise space.error(name, f"must hold exactly one of {', '.join(SPACE_KINDS)}")
-    values = entry.get(kinds[0], list, required=True)
-    if kinds[0] != "choice" and (len(values) != 2 or not all(isinstance(v, (int, float)) for v in values) or values[0] >= values[1]):
-        raise entry.error(kinds[0], "must be [low, high] with low < high")
-    if kinds[0] == "choice" and not values:
-        raise entry.error(kinds[0], "must list at least one value")
+    kind = kinds[0]
+    values = entry.get(kind, list, required=True)
+    if kind == "choice":
+        if not values:
+            raise entry.error(kind, "must list at least one value")
+        return
+    number = int if kind == "int_uniform" else (int, float)
+    if len(values) != 2 or not all(isinstance(v, number) and not isinstance(v, bool) and math.isfinite(v) for v in values):
+        what = "whole numbers" if kind == "int_uniform" else "finite numbers"
+        raise entry.error(kind, f"must be [low, high], two {what}, got {values!r}")
+    low, high = values
+    if low >= high:
+        raise entry.error(kind, f"must be [low, high] with low < high, got {values!r}")
+    if kind == "log_uniform" and low <= 0:
+        raise entry.error(kind, f"draws on a log scale, so both bounds must be positive, got {values!r}")
 
 
 def _require_reader(table: Table, sources: dict[str, SourceFile], name: str) -> None:

@@ -24,6 +24,7 @@ from concur.runner.budget import Budget
 from concur.runner.hparams import HparamSetting, hparam_settings
 
 REGISTRY_SCOPE = ""  # messages say "unknown approach 'x'", as the registry does
+STUDY_FIELDS = {"approach": "approaches", "benchmark": "benches"}  # a study file's field for each kind of selection
 
 
 @dataclass(frozen=True)
@@ -55,8 +56,8 @@ def expand_grid(registry: Registry, request: GridRequest) -> list[GridPoint]:
         raise ConcurError(f"--hparams must be at least 1 (setting 0 is the approach's own), got {request.hparams}")
     if not request.seeds:
         raise ConcurError("a study needs at least one seed")
-    approaches = select_approaches(registry, request.approaches)
-    benches = select_benchmarks(registry, request.benches)
+    approaches = select_approaches(registry, request.approaches, origin=request.origin)
+    benches = select_benchmarks(registry, request.benches, origin=request.origin)
     _check_override_ids(request, [spec.id for spec in approaches], [spec.id for spec in registry.approaches()])
     settings = {
         spec.id: _checked_settings(spec, request.hparams, request.hparam_seed, request.overrides.get(spec.id, {}), request.origin)
@@ -71,19 +72,31 @@ def expand_grid(registry: Registry, request: GridRequest) -> list[GridPoint]:
     ]
 
 
-def select_approaches(registry: Registry, request: str) -> list[ApproachSpec]:
+def select_approaches(registry: Registry, request: str, *, origin: Path | None = None) -> list[ApproachSpec]:
+    """The registered approaches `request` names, each runnable; a study file's (`origin`) errors name its field."""
     specs = {spec.id: spec for spec in registry.approaches()}
     families = {spec_id: spec.family for spec_id, spec in specs.items()}
-    chosen = [specs[spec_id] for spec_id in select(list(specs), request, families, APPROACH_FAMILIES, "approach", scope=REGISTRY_SCOPE)]
+    chosen = [specs[spec_id] for spec_id in _selected(list(specs), request, families, APPROACH_FAMILIES, "approach", origin)]
     for spec in chosen:
         ensure_runnable(spec)
     return chosen
 
 
-def select_benchmarks(registry: Registry, request: str) -> list[BenchmarkSpec]:
+def select_benchmarks(registry: Registry, request: str, *, origin: Path | None = None) -> list[BenchmarkSpec]:
+    """The registered benchmarks `request` names; a study file's (`origin`) errors name its field."""
     specs = {spec.id: spec for spec in registry.benchmarks()}
     families = {spec_id: spec.family for spec_id, spec in specs.items()}
-    return [specs[spec_id] for spec_id in select(list(specs), request, families, BENCHMARK_FAMILIES, "benchmark", scope=REGISTRY_SCOPE)]
+    return [specs[spec_id] for spec_id in _selected(list(specs), request, families, BENCHMARK_FAMILIES, "benchmark", origin)]
+
+
+def _selected(ids: list[str], request: str, families: dict[str, str], ranks: Sequence[str], kind: str, origin: Path | None) -> list[str]:
+    """`select` over the registry, its errors placed in the study file's field when the request comes from one."""
+    try:
+        return select(ids, request, families, ranks, kind, scope=REGISTRY_SCOPE)
+    except ConcurError as error:
+        if origin is None:
+            raise
+        raise SpecError(origin, STUDY_FIELDS[kind], str(error)) from None
 
 
 def request_from_lists(approaches: Sequence[str], benches: Sequence[str], **options: object) -> GridRequest:

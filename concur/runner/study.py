@@ -38,7 +38,6 @@ not prepared (a job's key includes its data hash).
 from __future__ import annotations
 
 import re
-import tomllib
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -54,6 +53,7 @@ from concur.runner.estimate import job_estimate
 from concur.runner.grid import GridPoint, GridRequest, expand_grid
 from concur.runner.jobdir import JobDir
 from concur.runner.jobs import Job, make_job
+from concur.userfiles import load_toml
 from concur.workspace import Workspace
 
 NOT_PREPARED = "not prepared"  # a job state: its benchmark has no materialised data yet, so no key
@@ -97,13 +97,12 @@ def load_study(path: Path) -> Study:
     Names, budgets and overrides are checked against the registry when the grid is expanded.
     """
     try:
-        text = path.read_text(encoding="utf-8")
-        data = tomllib.loads(text)
-    except (OSError, tomllib.TOMLDecodeError) as error:
-        hint = ""
-        if isinstance(error, tomllib.TOMLDecodeError) and _COUNT_LINE.search(text) and _OVERRIDE_TABLE.search(text):
-            hint = "; `hparams = N` and [hparams.<approach>] tables cannot both be given: write the number as `count = N` under [hparams]"
-        raise SpecError(path, None, f"is not a readable TOML file ({error}){hint}") from error
+        data = load_toml(path)
+    except SpecError as error:
+        if error.line is None or not _count_beside_overrides(path):
+            raise
+        hint = "; `hparams = N` and [hparams.<approach>] tables cannot both be given: write the number as `count = N` under [hparams]"
+        raise SpecError(path, None, error.problem + hint, line=error.line, column=error.column) from None
     table = Table(data, path)
     table.reject_unknown(_KEYS)
     hparams, overrides = _hparams(table)
@@ -187,10 +186,16 @@ def _budget(table: Table) -> Budget | None:
     return Budget(seed=section.get("seed", int, 0), **limits)
 
 
+def _count_beside_overrides(path: Path) -> bool:
+    """Whether a study file that is not valid TOML has both `hparams = N` and [hparams.<approach>] tables (a likely slip)."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    return bool(_COUNT_LINE.search(text) and _OVERRIDE_TABLE.search(text))
+
+
 def _names(table: Table, key: str) -> str:
+    """The selection as one comma-separated string; one that names nothing is an error here, where its field is known."""
     value: Any = table.data.get(key)
-    if isinstance(value, list) and value and all(isinstance(item, str) for item in value):
-        return ",".join(value)
-    if isinstance(value, str) and value.strip():
-        return value
-    raise table.error(key, f"must be a comma-separated string or a list of ids, globs and families, got {value!r}")
+    joined = ",".join(value) if isinstance(value, list) and all(isinstance(item, str) for item in value) else value
+    if isinstance(joined, str) and joined.replace(",", "").strip():
+        return joined
+    raise table.error(key, f"must be a comma-separated string or a list of ids, globs and families (naming at least one), got {value!r}")
