@@ -635,3 +635,14 @@ def test_leftovers_are_removed_only_when_their_writer_is_gone(tmp_path, monkeypa
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def test_benches_lists_damaged_data_and_goes_on(env):
+    env.prepare()
+    env.prepare(OTHER)
+    _edit_question(env.split("test"))
+    listing = env.concur("benches", "--format", "json")
+    assert listing.returncode == 0 and "Traceback" not in listing.stderr
+    records = {record["id"]: record for record in json.loads(listing.stdout)}
+    assert records[BENCH]["offline"] == f"damaged: {env.split('test')}" and records[BENCH]["data"] == "damaged"
+    assert records[OTHER]["offline"] == "prepared" and records[OTHER]["data"] == "prepared"

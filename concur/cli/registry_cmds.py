@@ -8,7 +8,7 @@ from typing import Any
 import typer
 
 from concur.cli.common import SOURCE_DIR_OPTION, Format, print_json, print_table, settings
-from concur.data.prepare import offline_availability, prepared
+from concur.data.prepare import offline_availability
 from concur.data.sources import SourceLocator
 from concur.errors import UnknownNameError
 from concur.registry.specs import APPROACH_FAMILIES, BENCHMARK_FAMILIES, BenchmarkSpec
@@ -48,8 +48,9 @@ def _origin(record: dict[str, Any]) -> str:
 
 def _bench_record(spec: BenchmarkSpec, locator: SourceLocator, data_dir: Path) -> dict[str, Any]:
     places = {name: locator.availability(source) for name, source in spec.sources.items()}
-    if prepared(data_dir, spec) is not None:
-        data = "prepared"
+    offline = offline_availability(spec, locator, data_dir)  # verifies prepared data: "damaged: PATH", not an abort
+    if offline == "prepared" or offline.startswith("damaged"):
+        data = offline.split(":")[0]
     elif "missing" in places.values():
         data = "missing"
     elif "download" in places.values():
@@ -64,7 +65,7 @@ def _bench_record(spec: BenchmarkSpec, locator: SourceLocator, data_dir: Path) -
         "family": spec.family,
         "status": "ready",
         "data": data,
-        "offline": offline_availability(spec, locator, data_dir),
+        "offline": offline,
         "source": {
             name: {"reader": source.reader, "path": source.path, "md5": source.md5, "url": source.origin, "available": places[name]}
             for name, source in spec.sources.items()

@@ -314,10 +314,14 @@ def offline_availability(spec: BenchmarkSpec, locator: SourceLocator, data_dir: 
 
     `prepared` (its data is materialised from this spec), `missing: <path>` (the first
     needed source file that is neither under a data root nor in the cache), `generated` (a
-    generator whose inputs, if any, are all at hand) or `sources found`.
+    generator whose inputs, if any, are all at hand), `sources found`, or `damaged: <path>`
+    (prepared data that fails its manifest check).
     """
-    if prepared(data_dir, spec) is not None:
-        return "prepared"
+    try:
+        if prepared(data_dir, spec) is not None:
+            return "prepared"
+    except PreparedDataError as error:
+        return f"damaged: {error.path}"
     missing = offline_missing(spec, locator, data_dir)
     if missing:
         return f"missing: {missing[0].path}"
