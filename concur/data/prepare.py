@@ -16,6 +16,7 @@ content was checked has its stat recorded in `verified.json`, so an unchanged fi
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import shutil
 from collections.abc import Iterable
@@ -218,10 +219,8 @@ def _read_records(directory: Path) -> dict[str, Any]:
 
 def _write_records(directory: Path, fresh: dict[str, Any]) -> None:
     """Add `fresh` checks to the record, unless the directory cannot be written (a read-only runs dir)."""
-    try:
+    with contextlib.suppress(OSError):  # the record only saves work: a run on read-only data goes on without it
         atomic_write_json(directory / VERIFIED, {**_read_records(directory), **fresh})
-    except OSError:
-        pass
 
 
 def load_split(spec: BenchmarkSpec, locator: SourceLocator, data_dir: Path, split: str) -> Split:

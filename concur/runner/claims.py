@@ -181,17 +181,10 @@ class ClaimBook:
 
 def _make_lock(lock: Path) -> bool:
     """Create the lock directory; one left by a process killed mid-takeover is removed first."""
-    try:
-        lock.mkdir()
-        return True
-    except FileExistsError:
-        pass
-    try:
+    with contextlib.suppress(FileNotFoundError):  # no lock (or its taker just finished): take it
         if time.time() - lock.stat().st_mtime < TAKEOVER_LOCK_STALE_SECONDS:
             return False
         lock.rmdir()
-    except FileNotFoundError:
-        pass
     try:
         lock.mkdir()
         return True
