@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from concur.approaches.reader.tokenize import tokenize
 from concur.data.model import Split
+from concur.data.tokenize import tokenize
 
 
 def lexical_overlap_answers(split: Split, window: int, max_length: int) -> dict[str, str]:

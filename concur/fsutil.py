@@ -1,6 +1,6 @@
 """File helpers: atomic writes, checksums, and transparent gzip.
 
-Results are files first (DESIGN.md): every file another stage reads is written to a
+Results are files first: every file another stage reads is written to a
 temporary name in the same directory, flushed to disk and renamed, so a crash, a kill or a
 full disk never leaves a half-written file under its final name.
 """

@@ -1,4 +1,4 @@
-"""Where a study keeps its outputs (DESIGN.md: `runs/`, git-ignored).
+"""Where a study keeps its outputs (`runs/`, git-ignored).
 
 ```
 runs/

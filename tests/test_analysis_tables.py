@@ -10,9 +10,9 @@ from concur.analysis.concurrence import concurrence_matrix
 from concur.analysis.policy import reduce_runs
 from concur.analysis.reference import liu2023, liu2023_published_squad
 from concur.analysis.render import matrix_csv
-from concur.analysis.selection import select
 from concur.analysis.tidy import read_tidy_csv, tidy_frame
 from concur.errors import ConcurError, DataFormatError, UnknownNameError
+from concur.registry.selection import select
 from tests.conftest import REPO
 
 REFERENCE_DIR = REPO.parent / "shared" / "reference"

@@ -10,9 +10,10 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from concur.components import resolve
 from concur.data.corpora import wikitext_paragraphs
 from concur.data.fuzzy import OPTIONS, Corruption, answerable, corrupt, generate_fuzzy
-from concur.data.generators import GENERATORS, run_generator
+from concur.data.generators import run_generator
 from concur.data.model import Split
 from concur.data.mrqa import write_mrqa
 from concur.data.neighbours import WordSpace, load_word_space
@@ -238,7 +239,7 @@ def test_short_documents_are_an_error_when_nothing_is_long_enough(tmp_path):
 
 
 def test_registered_options_are_the_functions_parameters():
-    definition = GENERATORS["fuzzy"]
+    definition = resolve("generator", "fuzzy")
     parameters = inspect.signature(generate_fuzzy).parameters
     assert definition.options == OPTIONS and set(OPTIONS) == set(parameters) - {"seed"}
     assert set(definition.inputs) == {"corpus", "samples", "treebank", "vectors"}
@@ -258,7 +259,7 @@ def test_specs_state_the_defaults(bench):
         assert options[name] == defaults[name], name
     assert (options["passage_tokens"], options["questions_per_passage"], options["neighbours"]) == (150, 5, 100)
     assert (options["permutation_window"], options["dropout_rate"], options["context_tokens"]) == (3, 0.2, 10)
-    inputs = [options[name] for name in GENERATORS["fuzzy"].inputs if name in options]
+    inputs = [options[name] for name in resolve("generator", "fuzzy").inputs if name in options]
     assert inputs and all(source in spec.sources for source in inputs)
 
 

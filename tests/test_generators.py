@@ -4,8 +4,7 @@ import random
 
 import pytest
 
-from concur.data import generators
-from concur.data.generators import GeneratorDef
+from concur.components import GeneratorKind
 from concur.data.model import DetectedAnswer, Passage, Question, Split
 from concur.data.prepare import prepare
 from concur.data.sources import SourceLocator
@@ -30,17 +29,16 @@ def _words_generator(*, seed: int, words, per_split: int = 4) -> tuple[Split, Sp
     return splits[0], splits[1]
 
 
-@pytest.fixture
-def words_generator(monkeypatch):
-    definition = GeneratorDef(_words_generator, options={"words": str, "per_split": int}, inputs=("words",))
-    monkeypatch.setitem(generators.GENERATORS, "words", definition)
+# A generator no registry lists: the spec names it by `module:attr`, as a user's own would.
+WORDS = GeneratorKind(_words_generator, options={"words": str, "per_split": int}, inputs=("words",))
+NOT_A_GENERATOR = 42
 
 
 SPEC = """
 id = "{name}"
 family = "synthetic"
 [generator]
-name = "words"
+name = "tests.test_generators:WORDS"
 seed = 3
 [generator.options]
 words = "vocabulary"
@@ -53,7 +51,7 @@ seed = 0
 """
 
 
-def test_prepare_runs_the_generator_with_its_located_input(tmp_path, words_generator):
+def test_prepare_runs_the_generator_with_its_located_input(tmp_path):
     root = tmp_path / "root"
     root.mkdir()
     (root / "words.txt").write_text("alpha beta gamma delta\n")
@@ -62,7 +60,7 @@ def test_prepare_runs_the_generator_with_its_located_input(tmp_path, words_gener
     bench, did_work = prepare(spec, SourceLocator((root,), tmp_path / "cache"), tmp_path / "data")
     assert did_work
     manifest = bench.manifest
-    assert manifest["generator"] == {"name": "words", "seed": 3}
+    assert manifest["generator"] == {"name": "tests.test_generators:WORDS", "seed": 3}
     assert manifest["sources"]["vocabulary"]["origin"] == "local"
     # 6 generated questions per split; train downsampled to 4
     assert (manifest["splits"]["train"]["questions"], manifest["splits"]["test"]["questions"]) == (4, 6)
@@ -78,7 +76,10 @@ def test_prepare_runs_the_generator_with_its_located_input(tmp_path, words_gener
         (("per_split = 6", "per_splits = 6"), "generator.options.per_splits", "did you mean 'per_split'"),
         (("per_split = 6", 'per_split = "six"'), "generator.options.per_split", "must be"),
         (('words = "vocabulary"', 'words = "vocab"'), "generator.options", "'vocab', which is not declared"),
-        (('name = "words"', 'name = "word"'), "generator.name", "words"),
+        ((":WORDS", ":WORD"), "generator.name", "module 'tests.test_generators' has no 'WORD'"),
+        ((":WORDS", ":NOT_A_GENERATOR"), "generator.name", "is a int, not a concur.components.GeneratorKind"),
+        (("tests.test_generators:WORDS", "tests.no_such_module:WORDS"), "generator.name", "cannot import 'tests.no_such_module'"),
+        (('name = "tests.test_generators:WORDS"', 'name = "fuzzzy"'), "generator.name", "did you mean 'fuzzy'"),
         (("seed = 3\n", ""), "generator.seed", "is required"),
         (("[train.downsample]", '[train]\nsource = "vocabulary"\n[train.downsample]'), "train.source", "splits come from its [generator]"),
         (
@@ -88,7 +89,7 @@ def test_prepare_runs_the_generator_with_its_located_input(tmp_path, words_gener
         ),
     ],
 )
-def test_generator_spec_errors(tmp_path, words_generator, change, field, problem):
+def test_generator_spec_errors(tmp_path, change, field, problem):
     with pytest.raises(SpecError) as info:
         user_benchmark(tmp_path, "bad", SPEC.format(name="bad").replace(*change))
     assert info.value.field == field and problem in str(info.value)

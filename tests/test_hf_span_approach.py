@@ -20,11 +20,11 @@ from transformers import AutoTokenizer, BertConfig, BertModel
 from concur.approaches.base import RunContext, build_approach
 from concur.approaches.hf_span.approach import HFSpanApproach
 from concur.approaches.hf_span.loading import load_pretrained
-from concur.approaches.implementations import build_hparams
 from concur.data.babi import read_babi
 from concur.data.model import Passage, Question, Split
 from concur.errors import ConcurError, ModelUnavailableError, SpecError
 from concur.metrics import evaluate
+from concur.registry.hparams import build_hparams
 from concur.registry.specs import ApproachSpec, parse_approach
 from tests.conftest import TINY_HPARAMS, shared_file, write_babi_like
 

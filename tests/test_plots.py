@@ -13,12 +13,13 @@ from matplotlib.collections import PathCollection, QuadMesh
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
-from concur.analysis.ordering import cluster_order, family_order
+from concur.analysis.ordering import cluster_order
 from concur.plots.babi import perfect_or_chance, perfect_or_chance_counts
 from concur.plots.curves import downsampling_curves, size_label
 from concur.plots.heatmap import ANNOTATE_AT_MOST, CELL_INCHES, concurrence_heatmap
 from concur.plots.scatter import POINT_LABEL_GID, pair_scatter, scatter_grid
 from concur.plots.style import save_figure
+from concur.registry.selection import family_order
 from concur.registry.specs import APPROACH_FAMILIES, BENCHMARK_FAMILIES
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

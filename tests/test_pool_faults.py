@@ -166,7 +166,7 @@ def test_cuda_out_of_memory_halves_the_per_device_batch_and_is_recorded(tmp_path
 def test_a_nan_loss_fails_the_job_with_its_step(tmp_path, tiny_registry, monkeypatch):
     import torch
 
-    import concur.approaches.hf_span.approach as hf_span
+    import concur.approaches.hf_span.loss as hf_span
 
     real_loss = hf_span.span_loss
     calls = []

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from concur.approaches.base import RunContext, build_approach
-from concur.approaches.reader.vectors import MINILM_PACKAGE, offline_vectors
 from concur.data.babi import read_babi
+from concur.data.vectors import MINILM_PACKAGE, offline_vectors
 from concur.errors import ConcurError, ModelUnavailableError
 from concur.metrics import evaluate
 from concur.registry import default_registry

@@ -8,10 +8,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from concur.approaches.implementations import build_hparams  # noqa: E402
 from concur.approaches.reader.batch import collate  # noqa: E402
 from concur.approaches.reader.models.bidaf_pp import BidafPP, BidafPPApproach  # noqa: E402
 from concur.registry import default_registry  # noqa: E402
+from concur.registry.hparams import build_hparams  # noqa: E402
 from tests.reader_stories import LAST_SENTENCE_STORIES, fit_losses, story_data  # noqa: E402
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from concur.approaches.reader.annotation_cache import AnnotationCache, sequence_key
 from concur.approaches.reader.linguistic import Annotation, Tagger, load_tagger
-from concur.approaches.reader.tokenize import tokenize
+from concur.data.tokenize import tokenize
 from concur.errors import ConcurError, ModelUnavailableError
 from tests.spacy_pipeline import build_babi_pipeline
 

@@ -11,13 +11,13 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from concur.approaches.base import RunContext, build_approach  # noqa: E402
-from concur.approaches.implementations import build_hparams  # noqa: E402
 from concur.approaches.reader.batch import collate, n_features  # noqa: E402
 from concur.approaches.reader.encode import EncodedSplit, analyse, build_vocabularies, encode  # noqa: E402
 from concur.approaches.reader.inputs import ReaderInputs  # noqa: E402
 from concur.approaches.reader.models.mnemonic_reader import SFU, MnemonicReader  # noqa: E402
 from concur.data.babi import read_babi  # noqa: E402
 from concur.data.model import Split  # noqa: E402
+from concur.registry.hparams import build_hparams  # noqa: E402
 from concur.registry.registry import default_registry  # noqa: E402
 from tests.conftest import shared_file  # noqa: E402
 from tests.reader_stories import fit_losses, one_thread, tiny_split  # noqa: E402, F401

@@ -18,7 +18,7 @@ import pytest
 
 from concur.approaches.reader.annotation_cache import pipeline_meta
 from concur.approaches.reader.linguistic import Annotation, load_tagger
-from concur.approaches.reader.tokenize import tokenize
+from concur.data.tokenize import tokenize
 
 SPACY2_PYTHON = Path(os.environ.get("CONCUR_TEST_SPACY2_PYTHON", "/nonexistent")).absolute()  # tests may change directory
 pytestmark = pytest.mark.skipif(
@@ -34,7 +34,7 @@ import json, sys
 from pathlib import Path
 import en_core_web_sm
 from concur.approaches.reader.linguistic import load_tagger
-from concur.approaches.reader.tokenize import tokenize
+from concur.data.tokenize import tokenize
 text, cache = sys.argv[1], Path(sys.argv[2])
 tagger = load_tagger("en_core_web_sm", "docreader", cache)
 tokens = tokenize(text)

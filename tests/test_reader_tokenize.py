@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from concur.approaches.reader.tokenize import Tokens, token_span, tokenize, vocabulary_form
+from concur.data.tokenize import Tokens, token_span, tokenize, vocabulary_form
 
 # character positions, counted by hand:
 #  I _ d o n ' t _ o w e  _  $  1  ,  0  0  0  _  (  o  r  _  3  .  5  %  )  .

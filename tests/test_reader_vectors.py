@@ -13,16 +13,8 @@ import numpy as np
 import pytest
 
 from concur.approaches.reader.settings import ReaderSettings, reader_settings
-from concur.approaches.reader.vectors import (
-    MINILM_PACKAGE,
-    RANDOM_SCALE,
-    VECTORS_ENV,
-    ScaledVectors,
-    embedding_rows,
-    find_vectors,
-    offline_vectors,
-    open_vectors,
-)
+from concur.approaches.reader.vectors import RANDOM_SCALE, VECTORS_ENV, ScaledVectors, embedding_rows, find_vectors
+from concur.data.vectors import MINILM_PACKAGE, offline_vectors, open_vectors
 from concur.errors import DataFormatError, ModelUnavailableError, SpecError
 from concur.registry.registry import default_registry
 

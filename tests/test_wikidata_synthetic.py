@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from concur.data.generators import GENERATORS, run_generator
+from concur.components import resolve
+from concur.data.generators import run_generator
 from concur.data.kg import KnowledgeGraph, Property
 from concur.data.kg_build import build_kg
 from concur.data.model import Split
@@ -236,7 +237,7 @@ def test_inputs_are_either_a_kg_or_codex(tmp_path):
 
 
 def test_registered_with_every_option():
-    definition = GENERATORS["wikidata"]
+    definition = resolve("generator", "wikidata")
     assert definition.generate is generate
     assert set(definition.inputs) == {
         "kg",
@@ -274,7 +275,7 @@ def real_splits(real_inputs) -> tuple[Split, Split]:
 @pytest.fixture(scope="module")
 def real_graph(real_inputs) -> KnowledgeGraph:
     _, options, paths = real_inputs
-    return load_graph({name: paths[value] for name, value in options.items() if name in GENERATORS["wikidata"].inputs})
+    return load_graph({name: paths[value] for name, value in options.items() if name in resolve("generator", "wikidata").inputs})
 
 
 def test_real_data_full_size(real_inputs, real_splits, real_graph):
@@ -293,7 +294,8 @@ def test_real_data_is_reproducible(real_inputs, real_splits, real_graph, tmp_pat
     seed, options, paths = real_inputs
     first = mrqa_bytes(real_splits, tmp_path / "a")
     assert mrqa_bytes(run_generator("wikidata", seed, options, paths), tmp_path / "b") == first  # from the files again
-    config = WikidataSyntheticConfig(**{name: value for name, value in options.items() if name not in GENERATORS["wikidata"].inputs})
+    inputs = resolve("generator", "wikidata").inputs
+    config = WikidataSyntheticConfig(**{name: value for name, value in options.items() if name not in inputs})
     other = mrqa_bytes(WikidataSynthetic(real_graph, config).splits(seed + 1), tmp_path / "c")
     assert other[0] != first[0] and other[1] != first[1]
 

@@ -1,8 +1,8 @@
 """The analysis layer: from a tidy table of results to concurrence matrices and figures.
 
-Everything here is a pure function over pandas objects (DESIGN.md, "Analysis"): reading
+Everything here is a pure function over pandas objects: reading
 results (`tidy`, `reference`, `leaderboards`, `results`), reducing hyperparameter samples
-(`policy`), choosing approaches and benchmarks (`selection`), the correlation math
+(`policy`), the correlation math
 (`concurrence`, `bootstrap`), effective robustness (`robustness`). Plotting lives in
 `concur.plots`, command-line I/O in `concur.cli`.
 """

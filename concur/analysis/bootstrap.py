@@ -1,6 +1,6 @@
 """Uncertainty the paper does not report: resampling the approaches.
 
-The approaches are the sample (DESIGN.md: a ~ uniform(A)), so every interval here comes
+The approaches are the sample (a ~ uniform(A), as in the reference study), so every interval here comes
 from resampling approaches with replacement, the same resample for every cell so that
 cells can be compared pairwise. Intervals are percentile or BCa (Efron & Tibshirani 1993,
 ch. 14); both are seeded and identical for the same seed. Resamples in which a correlation

@@ -1,6 +1,6 @@
 """Pearson r and Kendall tau-b between every pair of benchmarks, vectorised over resamples.
 
-`CONCUR(B1, B2; A) = CORR(EM(a, B1), EM(a, B2))` over approaches `a` (DESIGN.md). Missing
+`CONCUR(B1, B2; A) = CORR(EM(a, B1), EM(a, B2))` over approaches `a`. Missing
 cells are handled pairwise-complete: a pair of benchmarks is correlated over the approaches
 that have both values, and that count is reported with every cell.
 

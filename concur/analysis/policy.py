@@ -1,7 +1,7 @@
 """Reduce runs to one number per (approach, benchmark) by a named policy.
 
 Seeds of one hyperparameter setting are averaged first; the policy then chooses among
-settings (DESIGN.md, "Analysis"):
+settings:
 
 - `default`: the approach's published SQuAD setting (`hparam_id` 0);
 - `best`: the setting with the highest mean EM (its F1 comes along);

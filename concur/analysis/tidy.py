@@ -1,7 +1,7 @@
 """The one shape every result source is turned into.
 
 A tidy table has one row per run: `approach, benchmark, hparam_id, seed, em, f1`
-(DESIGN.md, "Analysis"). `hparam_id` 0 is the approach's published SQuAD setting;
+(docs/analysis.md). `hparam_id` 0 is the approach's published SQuAD setting;
 a missing `hparam_id` marks a value that was already reduced before it reached us
 (a published table or a leaderboard), which every policy takes as it is. Optional
 columns carry what plots need: `approach_family`, `benchmark_family`,

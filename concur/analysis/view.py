@@ -14,8 +14,8 @@ from concur.analysis.labels import Labels, labels_for
 from concur.analysis.policy import Cells, Policy, reduce_runs
 from concur.analysis.render import listed
 from concur.analysis.results import Results
-from concur.analysis.selection import select
 from concur.registry import Registry
+from concur.registry.selection import select
 from concur.registry.specs import APPROACH_FAMILIES, BENCHMARK_FAMILIES
 
 

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from concur.approaches.implementations import approach_class, build_hparams
+from concur.components import resolve
 from concur.errors import NotRunnableError
+from concur.registry.hparams import build_hparams
 from concur.registry.specs import ApproachSpec
 
 
@@ -59,5 +60,5 @@ def ensure_runnable(spec: ApproachSpec) -> None:
 def build_approach(spec: ApproachSpec, hparams: dict[str, Any]) -> Approach:
     """Instantiate the spec's implementation with `hparams` (a validated table)."""
     ensure_runnable(spec)
-    cls = approach_class(spec.implementation)
+    cls = resolve("approach", spec.implementation).approach_class()
     return cls(spec, build_hparams(spec.implementation, hparams))

@@ -1,4 +1,4 @@
-"""The loss curve every training loop reports: the mean loss per logging interval, logged and shown live."""
+"""The loss curve the training loop (concur.approaches.training) reports: the mean loss per logging interval, logged and shown live."""
 
 from __future__ import annotations
 

@@ -12,22 +12,43 @@ import typer
 from rich.markup import escape
 
 from concur import __version__
-from concur.cli import analysis_cmds, data_cmds, figures_cmd, registry_cmds, report_cmd, run_cmds, score_cmd, store_cmds, study_cmds
+from concur.cli import data_cmds, store_cmds, study_cmds
 from concur.cli.common import (
     DEBUG_ENV,
     Settings,
     debug_enabled,
     err,
     is_environment_error,
+    log_to_terminal,
     os_error_message,
     set_debug,
     unexpected_error_message,
     write_crash_log,
 )
+from concur.cli.lazy import LazyGroup
 from concur.errors import ConcurError
+
+
+class Commands(LazyGroup):
+    """The top-level commands, each imported only when it runs, in the order `concur --help` lists them."""
+
+    lazy = {
+        "score": "concur.cli.score_cmd:score",
+        "benches": "concur.cli.registry_cmds:benches",
+        "approaches": "concur.cli.registry_cmds:approaches",
+        "run": "concur.cli.run_cmds:run",
+        "status": "concur.cli.status_cmd:status",
+        "matrix": "concur.cli.analysis_cmds:matrix",
+        "compare": "concur.cli.analysis_cmds:compare",
+        "results": "concur.cli.analysis_cmds:results_table",
+        "figures": "concur.cli.figures_cmd:figures",
+        "report": "concur.cli.report_cmd:report",
+    }
+
 
 app = typer.Typer(
     name="concur",
+    cls=Commands,
     help="Concurrence studies of extractive question answering: do modeling improvements hold across benchmarks?",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -52,22 +73,13 @@ def root(
     debug: bool = typer.Option(False, "--debug", envvar=DEBUG_ENV, help="Print an unexpected error's traceback instead of logging it."),
 ) -> None:
     set_debug(debug)
+    log_to_terminal()
     ctx.obj = Settings(registry_dirs=list(registry), runs_dir=runs_dir)
 
 
-app.command("score")(score_cmd.score)
-app.command("benches")(registry_cmds.benches)
-app.command("approaches")(registry_cmds.approaches)
 app.add_typer(data_cmds.app, name="data")
-app.command("run")(run_cmds.run)
-app.command("status")(run_cmds.status)
 app.add_typer(study_cmds.app, name="study")
 app.add_typer(store_cmds.app, name="store")
-app.command("matrix")(analysis_cmds.matrix)
-app.command("compare")(analysis_cmds.compare)
-app.command("results")(analysis_cmds.results_table)
-app.command("figures")(figures_cmd.figures)
-app.command("report")(report_cmd.report)
 
 
 def main() -> None:

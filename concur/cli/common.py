@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import json
+import logging
 import os
 import shlex
 import sys
@@ -16,18 +17,24 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleRenderable, Group
+from rich.highlighter import NullHighlighter
+from rich.logging import RichHandler
+from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
+from rich.traceback import Traceback
 
 from concur import __version__
 from concur.data.sources import SourceLocator
 from concur.progress import STDERR
 from concur.registry import Registry, default_registry
+from concur.runner.worker import PACKAGE_LOGGER
 from concur.workspace import Workspace, data_roots
 
 PIPED_WIDTH = 240  # tables written to a file or pipe are not folded to 80 columns
 UNBOUNDED_WIDTH = 1_000_000  # room to measure a table's natural width
+ERROR_WIDTH = 80  # characters of a job's error shown in a table cell
 
 out = Console(highlight=False)
 if not out.is_terminal and "COLUMNS" not in os.environ:  # an explicit $COLUMNS still sets the width
@@ -42,6 +49,7 @@ FALLBACK_LOG_DIR = "concur-logs"  # under the system temp dir, when the state di
 # OS errors that are about the machine, not the program: one line naming the path is the whole story.
 ENVIRONMENT_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.ENOENT, errno.EISDIR})
 WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+TERMINAL_HANDLER = "concur-terminal"  # the name of the handler `log_to_terminal` adds, so it is added once
 _debug_flag = False  # set by the root command's --debug; read by `concur.cli.main` after the command failed
 
 
@@ -80,6 +88,36 @@ def set_debug(enabled: bool) -> None:
 def debug_enabled() -> bool:
     """--debug or $CONCUR_DEBUG (anything but empty, 0, false, no)."""
     return _debug_flag or os.environ.get(DEBUG_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
+class LineHandler(RichHandler):
+    """A RichHandler that prints each record as one line of text, as every other line on stderr is printed,
+    instead of a table of time, level and message folded to the terminal's (or a log's 80) columns."""
+
+    def render(self, *, record: logging.LogRecord, traceback: Traceback | None, message_renderable: ConsoleRenderable) -> ConsoleRenderable:
+        return message_renderable if traceback is None else Group(message_renderable, traceback)
+
+
+def log_to_terminal() -> None:
+    """Show what the library logs (INFO and up) on stderr, through the console the progress bars use, so a
+    line logged while a bar is live appears above it."""
+    package = logging.getLogger(PACKAGE_LOGGER)
+    if any(handler.name == TERMINAL_HANDLER for handler in package.handlers):
+        return
+    handler = LineHandler(console=err, markup=False, highlighter=NullHighlighter(), keywords=[])
+    handler.name = TERMINAL_HANDLER
+    package.addHandler(handler)
+    package.setLevel(logging.INFO)
+
+
+def echo(line: str) -> None:
+    """One line of what a running grid reports (starts, ends, retries), on stderr, taken as text."""
+    err.print(line, markup=False)
+
+
+def warn(line: str) -> None:
+    """One warning line on stderr, the line taken as text (a path may hold brackets rich would read as markup)."""
+    err.print(f"[yellow]warning:[/] {escape(line)}")
 
 
 def is_environment_error(error: OSError) -> bool:
@@ -136,11 +174,18 @@ def make_table(title: str | None, columns: list[str], rows: list[list[Any]]) -> 
     return table
 
 
+def number(value: float | None, digits: int = 2) -> str:
+    """A score or a duration for a table cell; empty when there is none."""
+    return "" if value is None else f"{value:.{digits}f}"
+
+
 def fits(table: Table, console: Console) -> bool:
     """Whether `table` prints on `console` without folding any cell."""
     natural = Measurement.get(console, console.options.update_width(UNBOUNDED_WIDTH), table).maximum
     return natural <= console.width
 
+
+DEFAULT_RECIPES = Path("analysis")  # the figure recipes `concur figures` and `concur report` use unless given others
 
 SOURCE_DIR_OPTION = typer.Option(
     None,

@@ -8,12 +8,10 @@ import typer
 
 from concur.analysis.results import NAMED_SOURCES, Results
 from concur.cli.analysis_cmds import load
-from concur.cli.common import SOURCE_DIR_OPTION, err, print_table, settings
+from concur.cli.common import DEFAULT_RECIPES, SOURCE_DIR_OPTION, err, print_table, settings
 from concur.progress import task_progress
 from concur.recipes.batch import Outcome, State, draw_recipes
 from concur.recipes.spec import recipe_paths
-
-DEFAULT_RECIPES = Path("analysis")
 
 
 def figures(

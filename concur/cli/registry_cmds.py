@@ -8,10 +8,10 @@ from typing import Any
 import typer
 
 from concur.cli.common import SOURCE_DIR_OPTION, Format, print_json, print_table, settings
-from concur.data.prepare import offline_availability
 from concur.data.sources import SourceLocator
 from concur.errors import UnknownNameError
 from concur.registry.specs import APPROACH_FAMILIES, BENCHMARK_FAMILIES, BenchmarkSpec
+from concur.runner.availability import benchmark_data
 
 
 def benches(
@@ -47,27 +47,16 @@ def _origin(record: dict[str, Any]) -> str:
 
 
 def _bench_record(spec: BenchmarkSpec, locator: SourceLocator, data_dir: Path) -> dict[str, Any]:
-    places = {name: locator.availability(source) for name, source in spec.sources.items()}
-    offline = offline_availability(spec, locator, data_dir)  # verifies prepared data: "damaged: PATH", not an abort
-    if offline == "prepared" or offline.startswith("damaged"):
-        data = offline.split(":")[0]
-    elif "missing" in places.values():
-        data = "missing"
-    elif "download" in places.values():
-        data = "download"
-    elif spec.generator is not None:
-        data = "generate"  # inputs (if any) are at hand; the generator makes the splits
-    else:
-        data = "local" if "local" in places.values() else "cache"
+    found = benchmark_data(spec, locator, data_dir)
     return {
         "id": spec.id,
         "name": spec.name,
         "family": spec.family,
         "status": "ready",
-        "data": data,
-        "offline": offline,
+        "data": found.data,
+        "offline": found.offline,
         "source": {
-            name: {"reader": source.reader, "path": source.path, "md5": source.md5, "url": source.origin, "available": places[name]}
+            name: {"reader": source.reader, "path": source.path, "md5": source.md5, "url": source.origin, "available": found.sources[name]}
             for name, source in spec.sources.items()
         },
         "generator": None if spec.generator is None else {"name": spec.generator.name, "seed": spec.generator.seed},

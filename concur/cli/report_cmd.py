@@ -20,8 +20,7 @@ from concur.cli.analysis_cmds import (
     load,
     report_notes,
 )
-from concur.cli.common import SOURCE_DIR_OPTION, Settings, err, out, settings
-from concur.cli.figures_cmd import DEFAULT_RECIPES
+from concur.cli.common import DEFAULT_RECIPES, SOURCE_DIR_OPTION, Settings, err, out, settings
 from concur.recipes.spec import Recipe, load_recipe, recipe_paths
 from concur.report.content import ReportOptions, build_report
 from concur.report.page import write_report

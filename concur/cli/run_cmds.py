@@ -1,38 +1,34 @@
-"""`concur run` (a grid of jobs, locally) and `concur status` (what is done, failed, pending)."""
+"""`concur run`: a grid of jobs, and how the outcome of any grid (also a study's) is told."""
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
-from typing import Any
 
 import typer
-from rich.markup import escape
 
-from concur.cli.common import SOURCE_DIR_OPTION, Format, Settings, err, out, print_json, print_table, settings
-from concur.data.prepare import prepare
-from concur.devices import DEVICE_CHOICES, visible_gpus
-from concur.errors import ConcurError, DamagedFileError, JobsFailedError
-from concur.runner.availability import check_sources
+from concur.cli.common import ERROR_WIDTH, SOURCE_DIR_OPTION, Settings, echo, number, out, print_table, settings
+from concur.cli.run_options import (
+    ATTEMPTS_OPTION,
+    DEVICE_OPTION,
+    EXECUTOR_OPTION,
+    JOBS_PER_GPU_OPTION,
+    MODEL_PATH_OPTION,
+    PER_DEVICE_OPTION,
+    RETRY_OPTION,
+    SLURM_CONFIG_OPTION,
+    THREADS_OPTION,
+    TIME_LIMIT_OPTION,
+    WAIT_OPTION,
+    WORKERS_OPTION,
+)
+from concur.errors import ConcurError, JobsFailedError
 from concur.runner.budget import Budget
-from concur.runner.estimate import job_estimate, rates
-from concur.runner.execute import RunOptions
-from concur.runner.grid import GridRequest, expand_grid
+from concur.runner.driver import run_grid
+from concur.runner.executors import Execution, Executor
+from concur.runner.grid import GridRequest
 from concur.runner.jobdir import JobState
-from concur.runner.jobs import make_job
 from concur.runner.local import Outcome
-from concur.runner.pool import DEFAULT_JOBS_PER_GPU, LocalPool, PoolSettings, Task
-from concur.runner.progress_view import GridProgress
-from concur.runner.slurm import SlurmConfig, SlurmExecutor, load_slurm_config
-from concur.runner.store import Store, active_jobs, finished_jobs, writable
-from concur.workspace import Workspace
-
-ERROR_WIDTH = 80
-SECONDS_PER_HOUR = 3600.0
-STARTED_FIELDS = ("approach", "benchmark", "hparam_id", "seed")  # what status shows of a running job's job.json
-
 
 APPROACH_OPTION = typer.Option(
     ..., "--approach", "-a", help="Approach ids, globs or families (family:NAME); repeatable or comma-separated, e.g. 'bert-*'."
@@ -40,54 +36,11 @@ APPROACH_OPTION = typer.Option(
 BENCH_OPTION = typer.Option(
     ..., "--bench", "-b", help="Benchmark ids, globs or families; repeatable or comma-separated, e.g. family:human."
 )
-DEVICE_OPTION = typer.Option("auto", "--device", help=f"One of {', '.join(DEVICE_CHOICES)} or cuda:N.")
-THREADS_OPTION = typer.Option(None, "--threads", min=1, help="CPU threads per job (default: the spec's cpus on a GPU, else a share).")
-PER_DEVICE_OPTION = typer.Option(
-    None, "--per-device-batch-size", min=1, help="Cap examples per forward pass; gradients accumulate to the spec's batch."
-)
-MODEL_PATH_OPTION = typer.Option(None, "--model-path", help="Local copy of the approach's pretrained weights.")
-RETRY_OPTION = typer.Option(False, "--retry-failed", help="Run again jobs that failed before.")
-WORKERS_OPTION = typer.Option(1, "--workers", min=1, help="Jobs run at once without a GPU (each gets an equal share of the cores).")
-JOBS_PER_GPU_OPTION = typer.Option(
-    DEFAULT_JOBS_PER_GPU, "--jobs-per-gpu", min=1, help="Small jobs ([resources] small = true) sharing one GPU at most."
-)
-ATTEMPTS_OPTION = typer.Option(3, "--max-attempts", min=1, help="Runs of a job whose worker dies without a result.")
-TIME_LIMIT_OPTION = typer.Option(None, "--time-limit", min=0.01, help="Minutes a job may run (default: its spec's time_limit_hours).")
-
-
-class Executor(StrEnum):
-    local = "local"
-    slurm = "slurm"
-
-
-EXECUTOR_OPTION = typer.Option(Executor.local, "--executor", help="local: worker processes here; slurm: job arrays through submitit.")
-SLURM_CONFIG_OPTION = typer.Option(
-    None, "--slurm-config", help="TOML with partition, account, qos, array_parallelism (default: ~/.config/concur/slurm.toml)."
-)
-WAIT_OPTION = typer.Option(True, "--wait/--no-wait", help="With Slurm: wait for the jobs, or submit and exit (collect later).")
 TRAIN_QUESTIONS_OPTION = typer.Option(
     None, "--train-questions", min=1, help="Budget: train on a seeded subset of this many training questions (whole passages first)."
 )
 TEST_QUESTIONS_OPTION = typer.Option(None, "--test-questions", min=1, help="Budget: score a seeded subset of this many test questions.")
 SUBSET_SEED_OPTION = typer.Option(0, "--subset-seed", help="Seed of the budget's subsets.")
-
-
-@dataclass(frozen=True)
-class Execution:
-    """How the jobs of a grid run (the options `concur run` and `concur study run` share)."""
-
-    device: str = "auto"
-    threads: int | None = None
-    per_device_batch_size: int | None = None
-    model_path: Path | None = None
-    retry_failed: bool = False
-    workers: int = 1
-    jobs_per_gpu: int = DEFAULT_JOBS_PER_GPU
-    max_attempts: int = 3
-    time_limit_minutes: float | None = None
-    executor: Executor = Executor.local
-    slurm_config: Path | None = None
-    wait: bool = True
 
 
 def run(
@@ -126,85 +79,29 @@ def run(
         device, threads, per_device_batch_size, model_path, retry_failed, workers, jobs_per_gpu, max_attempts, time_limit,
         executor, slurm_config, wait,
     )  # fmt: skip
-    run_grid(settings(ctx), request, execution, source_dir)
+    run_and_report(settings(ctx), request, execution, source_dir)
 
 
-def run_grid(
+def run_and_report(
     state: Settings, request: GridRequest, execution: Execution, source_dir: list[Path] | None, *, download: bool = True
-) -> list[Outcome]:
-    """Expand, check the data, prepare, run every job without a result, index, and report; failures end in a ConcurError.
-
-    Every benchmark's sources are looked for before anything is prepared or run, so a missing
-    file stops the grid at once with all missing files named; without `download` a file only
-    available online is missing too.
-    """
-    registry = state.registry()
-    points = expand_grid(registry, request)  # every name checked, every setting drawn, before any data is prepared
-    workspace = state.workspace()
-    locator = state.locator(source_dir)
-    check_sources([point.bench for point in points], locator, workspace.data_dir, download=download)
-    prepared = {}
-    for point in points:
-        if point.bench.id not in prepared:
-            prepared[point.bench.id], _ = prepare(point.bench, locator, workspace.data_dir)
-    store = Store(workspace.db_path)
-    rates_by_approach = rates(store.rows())
-    tasks = []
-    for point in points:
-        bench_data = prepared[point.bench.id]
-        job = make_job(point.approach, bench_data, seed=point.seed, setting=point.setting, budget=request.budget)
-        tasks.append(Task(job, point.approach, job_estimate(job, bench_data, rates_by_approach) or 0.0))
-    options = RunOptions(execution.device, execution.threads, execution.per_device_batch_size, execution.model_path, execution.retry_failed)
-    echo = lambda line: err.print(line, markup=False)  # noqa: E731
-    time_limit_seconds = execution.time_limit_minutes * 60 if execution.time_limit_minutes else None
-    if execution.executor is Executor.slurm:
-        slurm = SlurmExecutor(
-            workspace, store, state.registry_dirs, load_slurm_config(execution.slurm_config), options, echo, time_limit_seconds
-        )
-        outcomes = _run_on_slurm(slurm, tasks, execution.wait, echo)
-        if outcomes is None:
-            return []
+) -> None:
+    """Run the grid, then tell its outcome: one job in full, a grid as a table; failures end in a ConcurError."""
+    ran = run_grid(
+        request,
+        execution,
+        registry=state.registry(),
+        registry_dirs=state.registry_dirs,
+        workspace=state.workspace(),
+        locator=state.locator(source_dir),
+        echo=echo,
+        download=download,
+    )
+    if ran is None:  # queued in Slurm; the driver said so
+        return
+    if len(ran.outcomes) == 1:
+        _report_one(ran.outcomes[0], state.workspace().jobs_dir)
     else:
-        pool_settings = PoolSettings(
-            options,
-            gpus=visible_gpus(execution.device),
-            jobs_per_gpu=execution.jobs_per_gpu,
-            cpu_workers=execution.workers,
-            max_attempts=execution.max_attempts,
-            time_limit_seconds=time_limit_seconds,
-        )
-        pool = LocalPool(workspace, store, state.registry_dirs, pool_settings, echo, stream_output=len(tasks) == 1)
-        with GridProgress(len({task.job.key for task in tasks}), echo) as progress:
-            outcomes = pool.run(tasks, progress if len(tasks) > 1 else None)
-    if len(outcomes) == 1:
-        _report_one(outcomes[0], workspace.jobs_dir)
-    else:
-        _report_grid(outcomes, len(points))
-    return outcomes
-
-
-def _run_on_slurm(slurm: SlurmExecutor, tasks: list[Task], wait: bool, echo: Any) -> list[Outcome] | None:
-    """Submit what has no result; wait for it (the outcomes, in grid order) or return None at once."""
-    finished, submissions = slurm.submit(tasks)
-    if not wait:
-        echo(
-            f"{len(submissions)} jobs are queued in Slurm, {len(finished)} were finished before; "
-            "`concur status` or `concur study collect FILE` indexes their results as they end"
-        )
-        return None
-    with GridProgress(len(submissions), echo) as progress:
-        ran = {outcome.job.key: outcome for outcome in slurm.wait(submissions, tasks, progress)}
-    before = {outcome.job.key: outcome for outcome in finished}
-    unique = {task.job.key: task for task in tasks}
-    return [before.get(key) or ran[key] for key in unique]
-
-
-def collect_slurm(workspace: Workspace, store: Store) -> None:
-    """Index what Slurm jobs wrote, recording those that ended without a result, when anything was submitted here."""
-    slurm = SlurmExecutor(workspace, store, [], SlurmConfig(), RunOptions(), lambda line: err.print(line, markup=False))
-    if slurm.submissions():
-        ended, queued = slurm.collect()
-        err.print(f"Slurm: {ended} submitted jobs have ended, {queued} are still queued or running")
+        _report_grid(ran.outcomes, ran.points)
 
 
 def _report_one(outcome: Outcome, jobs_dir: Path) -> None:
@@ -239,7 +136,7 @@ def _report_grid(outcomes: list[Outcome], points: int) -> None:
         scores = result.get("scores") or {}
         state = outcome.state.value if outcome.ran else f"{outcome.state.value} (before)"
         error = (result.get("error") or (f"running in {result['owner']}" if "owner" in result else ""))[:ERROR_WIDTH]
-        em, f1 = _num(scores.get("exact_match")), _num(scores.get("f1"))
+        em, f1 = number(scores.get("exact_match")), number(scores.get("f1"))
         rows.append([job.approach, job.benchmark, job.hparam_id, job.seed, state, em, f1, job.key, error])
     counts = Counter(outcome.state.value for outcome in outcomes)
     ran = sum(outcome.ran for outcome in outcomes)
@@ -258,141 +155,3 @@ def _seeds(text: str) -> tuple[int, ...]:
         return tuple(int(part) for part in text.split(",") if part.strip())
     except ValueError as error:
         raise ConcurError(f"--seeds must be comma-separated integers, got {text!r}") from error
-
-
-def status(
-    ctx: typer.Context,
-    approach: list[str] = typer.Option([], "--approach", "-a", help="Only these approaches (repeatable)."),
-    bench: list[str] = typer.Option([], "--bench", "-b", help="Only these benchmarks (repeatable)."),
-    output: Format = typer.Option(Format.table, "--format", help="table or json"),
-    cost: bool = typer.Option(False, "--cost", help="Sum GPU-hours and CPU core-hours per approach and benchmark instead."),
-) -> None:
-    """Show finished, failed, running and interrupted jobs (and, given both --approach and
-    --bench, the combinations still pending); with --cost, what they cost."""
-    state = settings(ctx)
-    registry = state.registry()
-    for name in approach:
-        registry.approach(name)
-    for name in bench:
-        registry.benchmark(name)
-    workspace = state.workspace()
-    _collect_slurm_results(workspace)
-    finished = finished_jobs(workspace.db_path, workspace.jobs_dir)
-    active, damaged = active_jobs(workspace.jobs_dir, finished.with_result)
-    problems = finished.warnings() + [str(error) for error in damaged]
-    for line in problems:
-        warn(line)
-    if cost:
-        _show_cost(
-            [row for row in finished.rows if (not approach or row["approach"] in approach) and (not bench or row["benchmark"] in bench)],
-            output,
-        )
-        return
-    records = [_finished_record(row) for row in finished.rows]
-    records += [{"key": job.key, **{k: job.started.get(k) for k in STARTED_FIELDS}, "state": job.state.value} for job in active]
-    records = [r for r in records if (not approach or r["approach"] in approach) and (not bench or r["benchmark"] in bench)]
-    if approach and bench:
-        present = {(r["approach"], r["benchmark"]) for r in records}
-        records += [
-            {"key": None, "approach": a, "benchmark": b, "hparam_id": 0, "seed": None, "state": JobState.PENDING.value}
-            for a in approach
-            for b in bench
-            if (a, b) not in present
-        ]
-    counts = Counter(r["state"] for r in records)
-    summary = {
-        state.value: counts.get(state.value, 0)
-        for state in (JobState.DONE, JobState.FAILED, JobState.RUNNING, JobState.INTERRUPTED, JobState.PENDING)
-    }
-    if output is Format.json:
-        print_json({"summary": summary, "jobs": records, "problems": problems})
-        return
-    rows = [
-        [
-            r["approach"],
-            r["benchmark"],
-            r["hparam_id"],
-            r["seed"],
-            r["state"],
-            _num(r.get("em")),
-            _num(r.get("f1")),
-            _num(r.get("train_seconds"), 1),
-            r.get("device"),
-            r["key"],
-            (r.get("error") or "")[:ERROR_WIDTH],
-        ]
-        for r in records
-    ]
-    print_table(
-        "  ".join(f"{count} {name}" for name, count in summary.items()),
-        ["approach", "benchmark", "hparams", "seed", "state", "EM", "F1", "train s", "device", "key", "error"],
-        rows,
-    )
-
-
-def _collect_slurm_results(workspace: Workspace) -> None:
-    """Index what Slurm jobs submitted from here wrote, where the index can be written; a damaged index is
-    left to `finished_jobs`, which says so once and reads the job directories instead."""
-    if not writable(workspace.db_path):
-        return
-    try:
-        with Store(workspace.db_path) as store:
-            collect_slurm(workspace, store)
-    except DamagedFileError:
-        return
-    except ConcurError as error:  # the local view stays available while Slurm does not answer
-        warn(f"Slurm jobs not collected: {error}")
-
-
-def warn(line: str) -> None:
-    """One warning line on stderr, the line taken as text (a path may hold brackets rich would read as markup)."""
-    err.print(f"[yellow]warning:[/] {escape(line)}")
-
-
-def _show_cost(rows: list[dict[str, Any]], output: Format) -> None:
-    """Device-hours per (approach, benchmark), per approach and in all: GPU-hours and CPU core-hours apart."""
-    cells: dict[tuple[str, str], Counter] = {}
-    for row in rows:
-        cell = cells.setdefault((row["approach"], row["benchmark"]), Counter())
-        cell["jobs"] += 1
-        cell[f"{row.get('device_kind') or 'unknown'}_hours"] += (row.get("device_seconds") or 0.0) / SECONDS_PER_HOUR
-    per_approach: dict[str, Counter] = {}
-    for (approach_id, _), cell in cells.items():
-        per_approach.setdefault(approach_id, Counter()).update(cell)
-    total = sum(per_approach.values(), Counter())
-    if output is Format.json:
-        print_json(
-            {
-                "cells": [{"approach": a, "benchmark": b, **cell} for (a, b), cell in sorted(cells.items())],
-                "approaches": {a: dict(c) for a, c in sorted(per_approach.items())},
-                "total": dict(total),
-            }
-        )
-        return
-    table_rows = [[a, b, cell["jobs"], f"{cell['gpu_hours']:.3f}", f"{cell['cpu_hours']:.3f}"] for (a, b), cell in sorted(cells.items())]
-    table_rows += [[a, "all", c["jobs"], f"{c['gpu_hours']:.3f}", f"{c['cpu_hours']:.3f}"] for a, c in sorted(per_approach.items())]
-    table_rows.append(["all", "all", total["jobs"], f"{total['gpu_hours']:.3f}", f"{total['cpu_hours']:.3f}"])
-    print_table("device-hours of finished jobs", ["approach", "benchmark", "jobs", "GPU-hours", "CPU core-hours"], table_rows)
-
-
-def _finished_record(row: dict[str, Any]) -> dict[str, Any]:
-    state = JobState.DONE if row["status"] == "ok" else JobState.FAILED
-    keep = (
-        "key",
-        "approach",
-        "benchmark",
-        "hparam_id",
-        "seed",
-        "em",
-        "f1",
-        "train_seconds",
-        "eval_seconds",
-        "device",
-        "error",
-        "finished_at",
-    )
-    return {**{k: row[k] for k in keep}, "state": state.value}
-
-
-def _num(value: float | None, digits: int = 2) -> str:
-    return "" if value is None else f"{value:.{digits}f}"

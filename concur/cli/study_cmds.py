@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import dataclasses
-from collections import defaultdict
 from pathlib import Path
 
 import typer
 
-from concur.analysis.results import STUDY_PREFIX
-from concur.cli.common import SOURCE_DIR_OPTION, Format, Settings, err, out, print_json, print_table, settings
-from concur.cli.figures_cmd import DEFAULT_RECIPES
-from concur.cli.report_cmd import make_report
-from concur.cli.run_cmds import (
+from concur.cli.common import (
+    DEFAULT_RECIPES,
+    SOURCE_DIR_OPTION,
+    Format,
+    Settings,
+    echo,
+    err,
+    out,
+    print_json,
+    print_table,
+    settings,
+    warn,
+)
+from concur.cli.run_cmds import run_and_report
+from concur.cli.run_options import (
     ATTEMPTS_OPTION,
     DEVICE_OPTION,
     EXECUTOR_OPTION,
@@ -20,30 +29,23 @@ from concur.cli.run_cmds import (
     MODEL_PATH_OPTION,
     PER_DEVICE_OPTION,
     RETRY_OPTION,
-    SECONDS_PER_HOUR,
     SLURM_CONFIG_OPTION,
     THREADS_OPTION,
     TIME_LIMIT_OPTION,
     WAIT_OPTION,
     WORKERS_OPTION,
-    Execution,
-    Executor,
-    collect_slurm,
-    run_grid,
-    warn,
 )
 from concur.errors import JobsFailedError
-from concur.report.content import ReportOptions
-from concur.runner.availability import missing_message, missing_sources
+from concur.runner.availability import missing_message
 from concur.runner.budget import Budget
-from concur.runner.estimate import rates
-from concur.runner.jobdir import JobState
-from concur.runner.store import Store, finished_jobs
-from concur.runner.study import NOT_PREPARED, Plan, load_study, plan_study
+from concur.runner.executors import Execution, Executor
+from concur.runner.slurm import collect_submitted
+from concur.runner.status import SECONDS_PER_HOUR
+from concur.runner.store import Store
+from concur.runner.study import Plan, Tally, load_study, survey_study
 
 app = typer.Typer(help="Run whole studies: a grid of approaches x benchmarks x settings x seeds from a study file.", no_args_is_help=True)
 STUDY_FILE = typer.Argument(..., exists=True, dir_okay=False, help="A study file, e.g. analysis/studies/liu2023.toml.")
-FINISHED = (JobState.DONE.value, JobState.FAILED.value)
 DOWNLOAD_OPTION = typer.Option(
     False, "--download", help="Fetch source files not found locally from their official URLs (needs internet); else they stop the run."
 )
@@ -110,7 +112,7 @@ def run_command(
     )  # fmt: skip
     state = settings(ctx)
     try:
-        run_grid(state, study.grid, execution, source_dir, download=download)
+        run_and_report(state, study.grid, execution, source_dir, download=download)
     except JobsFailedError:
         if report is None:
             raise
@@ -122,6 +124,10 @@ def run_command(
 
 def _write_report(state: Settings, file: Path, reference: str | None, out_dir: Path, source_dir: list[Path] | None) -> None:
     """The study's report, with the figure recipes of ./analysis, else of the analysis/ folder holding analysis/studies/FILE."""
+    from concur.analysis.results import STUDY_PREFIX  # the report's layers import pandas, scipy and matplotlib
+    from concur.cli.report_cmd import make_report
+    from concur.report.content import ReportOptions
+
     beside = file.resolve().parent.parent
     recipes = None if DEFAULT_RECIPES.is_dir() or not any(beside.glob("*.toml")) else [beside]
     options = ReportOptions(results=(), reference=reference)
@@ -134,13 +140,9 @@ def _show(ctx: typer.Context, file: Path, output: Format, source_dir: list[Path]
     workspace = state.workspace()
     if sync:
         with Store(workspace.db_path) as store:
-            collect_slurm(workspace, store)
-    finished = finished_jobs(workspace.db_path, workspace.jobs_dir)  # indexes what the workers wrote
-    for line in finished.warnings():
-        warn(line)
-    plan = plan_study(state.registry(), study, workspace, rates(finished.rows))
+            collect_submitted(workspace, store, echo)
     locator = state.locator(source_dir)
-    missing = missing_sources((planned.point.bench for planned in plan.jobs), locator, workspace.data_dir)
+    plan, missing = survey_study(state.registry(), study, workspace, locator, warn)
     if output is Format.json:
         print_json(
             {
@@ -167,7 +169,9 @@ def _show(ctx: typer.Context, file: Path, output: Format, source_dir: list[Path]
         )
     else:
         out.print(_summary(study.name, plan, study.grid.budget))
-        print_table(None, ["approach", "jobs", "done", "failed", "to run", "device-h spent", "device-h to go"], _rows(plan))
+        print_table(
+            None, ["approach", "jobs", "done", "failed", "to run", "device-h spent", "device-h to go"], [_row(t) for t in plan.tallies()]
+        )
     if missing:
         err.print(
             f"warning: `concur study run` would stop before any job: {missing_message(missing, locator, download=False)}", markup=False
@@ -176,38 +180,20 @@ def _show(ctx: typer.Context, file: Path, output: Format, source_dir: list[Path]
 
 def _summary(name: str, plan: Plan, budget: Budget | None) -> str:
     counts = plan.counts()
-    approaches = len({planned.point.approach.id for planned in plan.jobs})
-    benches = len({planned.point.bench.id for planned in plan.jobs})
-    settings_ = len({planned.point.setting.id for planned in plan.jobs})
-    seeds = len({planned.point.seed for planned in plan.jobs})
+    shape = plan.shape()
     parts = "  ".join(f"{counts[state]:,} {state}" for state in sorted(counts))
-    plural = "s" if seeds != 1 else ""
-    shape = f"{approaches} approaches x {benches} benchmarks x {settings_} settings x {seeds} seed{plural}"
+    plural = "s" if shape.seeds != 1 else ""
+    grid = f"{shape.approaches} approaches x {shape.benches} benchmarks x {shape.settings} settings x {shape.seeds} seed{plural}"
     if budget is not None:
         limits = [f"{limit:,} {split}" for split, limit in budget.limits().items() if limit is not None]
-        shape += f"; budget: at most {' / '.join(limits)} questions, seed {budget.seed}"
-    return f"{name}: {len(plan.jobs):,} jobs ({shape}): {parts}"
+        grid += f"; budget: at most {' / '.join(limits)} questions, seed {budget.seed}"
+    return f"{name}: {len(plan.jobs):,} jobs ({grid}): {parts}"
 
 
-def _rows(plan: Plan) -> list[list[str]]:
-    by_approach: dict[str, list] = defaultdict(list)
-    for planned in plan.jobs:
-        by_approach[planned.point.approach.id].append(planned)
-    rows = [_row(approach, jobs) for approach, jobs in by_approach.items()]
-    rows.append(_row("all", plan.jobs))
-    return rows
-
-
-def _row(label: str, jobs: list) -> list[str]:
-    to_run = [planned for planned in jobs if planned.state not in FINISHED]
-    spent = sum(planned.measured_seconds or 0.0 for planned in jobs) / SECONDS_PER_HOUR
-    known = [planned.estimate_seconds for planned in to_run if planned.estimate_seconds is not None]
-    unknown = len(to_run) - len(known)
-    to_go = f"{sum(known) / SECONDS_PER_HOUR:,.1f}" if known else ""
-    if unknown:
-        unprepared = sum(1 for planned in to_run if planned.state == NOT_PREPARED)
-        why = f"{unknown:,} unmeasured" + (f", {unprepared:,} not prepared" if unprepared else "")
+def _row(tally: Tally) -> list[str]:
+    to_go = f"{tally.estimate_seconds / SECONDS_PER_HOUR:,.1f}" if tally.estimate_seconds is not None else ""
+    if tally.unmeasured:
+        why = f"{tally.unmeasured:,} unmeasured" + (f", {tally.unprepared:,} not prepared" if tally.unprepared else "")
         to_go = f"{to_go} + ? ({why})" if to_go else f"? ({why})"
-    done = sum(1 for planned in jobs if planned.state == JobState.DONE.value)
-    failed = sum(1 for planned in jobs if planned.state == JobState.FAILED.value)
-    return [label, f"{len(jobs):,}", f"{done:,}", f"{failed:,}", f"{len(to_run):,}", f"{spent:,.2f}", to_go]
+    spent = tally.spent_seconds / SECONDS_PER_HOUR
+    return [tally.label, f"{tally.jobs:,}", f"{tally.done:,}", f"{tally.failed:,}", f"{tally.to_run:,}", f"{spent:,.2f}", to_go]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from concur.components import ReaderKind
 from concur.data.model import DetectedAnswer, Passage, Question, Split
 from concur.data.textfile import numbered_lines
 from concur.errors import DataFormatError
@@ -109,3 +110,6 @@ def _answer_span(passage: tuple[str, dict[int, tuple[int, int]]], support: list[
             if match:
                 return (match.start(), match.end() - 1)
     return None
+
+
+READER = ReaderKind(read_babi)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from concur.components import ReaderKind
 from concur.data.cloze import BLANK, cloze_question
 from concur.data.model import Passage, Split
 from concur.data.textfile import numbered_lines
@@ -60,3 +61,6 @@ def read_cbt(path: Path, split_name: str = "") -> Split:
     if sentences:
         raise DataFormatError(path, "the file ends inside an example, before its question line", first_line)
     return split
+
+
+READER = ReaderKind(read_cbt)

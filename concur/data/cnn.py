@@ -25,6 +25,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 
+from concur.components import ReaderKind
 from concur.data.cloze import PLACEHOLDER, cloze_question
 from concur.data.model import Passage, Split
 from concur.errors import ConcurError, DataFormatError
@@ -106,3 +107,6 @@ def _passage(where: str, qid: str, text: str, split: Split) -> Passage | None:
             raise DataFormatError(where, "expected an '@entityN:Name' line", number)
     question = cloze_question(split, qid, question_text, PLACEHOLDER, context, answer)
     return None if question is None else Passage(context=context, qas=[question], article=url)
+
+
+READER = ReaderKind(read_cnn, options={"directory": str, "sample": int, "seed": int})

@@ -20,6 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from concur.components import ReaderKind
 from concur.data.model import DetectedAnswer, Passage, Question, Span, Split
 from concur.errors import DataFormatError
 from concur.userfiles import load_json
@@ -106,3 +107,6 @@ def _well_formed(answer: Any) -> bool:
 def _spans(answer: dict[str, Any]) -> list[str]:
     """The answer's non-blank span texts, stripped."""
     return [span.strip() for span in answer.get("spans") or [] if span.strip()]
+
+
+READER = ReaderKind(read_drop)

@@ -46,6 +46,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from concur.components import GeneratorKind
 from concur.data.corpora import Document, lm_samples, wikitext_articles, wikitext_paragraphs
 from concur.data.model import DetectedAnswer, Passage, Question, Split
 from concur.data.neighbours import WordSpace, load_word_space
@@ -326,3 +327,6 @@ def _check_options(generator: str, options: dict[str, object]) -> None:
         raise ConcurError("fuzzy generator: questions_per_passage cannot exceed passage_tokens (answer positions are distinct)")
     if not str(options["mask"]) or any(character.isspace() for character in str(options["mask"])):
         raise ConcurError(f"fuzzy generator: mask must be one token without spaces, got {options['mask']!r}")
+
+
+GENERATOR = GeneratorKind(generate_fuzzy, OPTIONS, INPUTS)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from concur.components import ReaderKind
 from concur.data.cloze import BLANK, cloze_question
 from concur.data.model import Passage, Split
 from concur.data.textfile import numbered_lines
@@ -46,3 +47,6 @@ def read_lambada(path: Path, split_name: str = "") -> Split:
         if question is not None:
             split.passages.append(Passage(context=context, qas=[question]))
     return split
+
+
+READER = ReaderKind(read_lambada)

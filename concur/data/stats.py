@@ -2,7 +2,7 @@
 
 For each split: how many questions and passages, the average question, passage and answer
 lengths, and the fraction of questions whose answer occurs verbatim in the passage. Lengths
-are counted in the word tokens the non-pretrained readers see (`reader.tokenize`), so the
+are counted in the word tokens the non-pretrained readers see (`concur.data.tokenize`), so the
 numbers say how long the inputs of those models really are. A passage is counted once,
 however many questions it carries; the answer of a question is its training span (the first
 detected answer), or its first accepted answer where no span was found.
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from concur.approaches.reader.tokenize import tokenize
 from concur.data.model import Question, Split
+from concur.data.tokenize import tokenize
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,7 @@ from collections import Counter
 
 from concur.data.model import Passage, Split
 from concur.errors import ConcurError
-
-CARVE_UNITS = ("context", "article")
+from concur.registry.specs import CARVE_UNITS
 
 
 def downsample(split: Split, questions: int, seed: int) -> Split:

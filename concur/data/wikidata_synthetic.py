@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from concur.components import GeneratorKind
 from concur.data.cloze import BLANK
 from concur.data.kg import KnowledgeGraph, Triple, read_kg
 from concur.data.kg_build import codex_graph
@@ -306,3 +307,6 @@ def _distinct(values: np.ndarray, size: int) -> np.ndarray:
     marks = np.zeros(size, dtype=bool)
     marks[values] = True
     return np.flatnonzero(marks)
+
+
+GENERATOR = GeneratorKind(generate, OPTIONS, INPUTS)

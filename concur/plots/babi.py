@@ -19,9 +19,9 @@ from matplotlib.axes import Axes
 from matplotlib.colors import Colormap
 from matplotlib.figure import Figure
 
-from concur.analysis.ordering import family_order
 from concur.plots.heatmap import MISSING_TEXT, annotated_heatmap, text_color_on
 from concur.plots.style import FAMILY_ORDER, NO_FAMILY_LABEL, SEQUENTIAL_CMAP, display_name, figure_style
+from concur.registry.selection import family_order
 
 COUNT_COLUMNS = ("task", "perfect", "chance", "between", "n")
 EM_LIMITS = (0.0, 100.0)

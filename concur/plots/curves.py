@@ -20,8 +20,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import NullLocator
 
-from concur.analysis.ordering import family_order
 from concur.plots.style import FAMILY_ORDER, NO_FAMILY_LABEL, color_of, display_name, figure_style, stable_family_colors
+from concur.registry.selection import family_order
 
 FIGURE_INCHES = (9.5, 5.0)  # axes plus the legend to their right (one row per approach and per family)
 LINE_STYLES = ("-", "--", ":", "-.")

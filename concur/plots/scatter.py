@@ -28,8 +28,8 @@ from matplotlib.figure import Figure
 from matplotlib.text import Annotation, Text
 from matplotlib.transforms import Bbox
 
-from concur.analysis.ordering import family_order
 from concur.plots.style import FAMILY_ORDER, color_of, display_name, family_legend_handles, figure_style, stable_family_colors
+from concur.registry.selection import family_order
 
 PAIR_FIGURE_INCHES = (5.6, 5.2)
 PANEL_INCHES = (4.3, 4.2)  # one small multiple of `scatter_grid`

@@ -19,7 +19,6 @@ from concur.analysis.ordering import cluster_order
 from concur.analysis.render import CSV_DECIMALS, SMALL_N_FOOTNOTE, estimate_text, latex_table, markdown_table, matrix_csv
 from concur.analysis.results import Results
 from concur.analysis.robustness import fit_effective_robustness
-from concur.analysis.selection import select
 from concur.analysis.view import EMTable, em_table
 from concur.fsutil import atomic_open
 from concur.plots.babi import perfect_or_chance, perfect_or_chance_counts
@@ -31,6 +30,7 @@ from concur.plots.style import save_figure
 from concur.plots.subsets import approach_count_figure
 from concur.recipes.spec import Recipe
 from concur.registry import Registry
+from concur.registry.selection import select
 from concur.registry.specs import BENCHMARK_FAMILIES
 
 MIN_BENCHMARKS = 2

@@ -15,17 +15,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from concur.approaches.implementations import IMPLEMENTATIONS, validate_hparams
-from concur.data.generators import GENERATORS, get_generator
-from concur.data.readers import READERS, get_reader
-from concur.data.transforms import CARVE_UNITS
-from concur.errors import SpecError
+from concur.components import names, resolve
+from concur.errors import ConcurError, SpecError
+from concur.registry.hparams import hparams_problem
 from concur.registry.tables import DESCRIPTIVE_KEYS, Table, content_hash
 
 BENCHMARK_FAMILIES = ("human", "downsampled", "cloze", "synthetic")
 APPROACH_FAMILIES = ("pretrained", "non-pretrained")
 APPROACH_STATUSES = ("ready", "planned")
 SPACE_KINDS = ("log_uniform", "uniform", "int_uniform", "choice")
+CARVE_UNITS = ("context", "article")  # what a carve keeps whole on one side: a passage, or a whole article
 
 _COMMON_KEYS = {"id", "family", *DESCRIPTIVE_KEYS}  # fields every spec may have
 # Ids name directories (runs/data/<id>) and files: a letter or digit first (no ".", "..", hidden
@@ -53,7 +52,7 @@ class SourceFile:
         """Names of the other sources this one's reader needs."""
         if self.reader is None:
             return ()
-        roles = get_reader(self.reader).companions
+        roles = resolve("reader", self.reader).companions
         return tuple(value for key, value in self.options.items() if key in roles)
 
     @property
@@ -109,7 +108,7 @@ class GeneratorPlan:
     @property
     def inputs(self) -> tuple[str, ...]:
         """Names of the sources (corpora, vectors, knowledge graphs) the generator reads."""
-        roles = get_generator(self.name).inputs
+        roles = resolve("generator", self.name).inputs
         return tuple(value for key, value in self.options.items() if key in roles)
 
 
@@ -224,7 +223,7 @@ def parse_benchmark(data: dict[str, Any], path: Path) -> BenchmarkSpec:
 def _source(sources: Table, name: str) -> SourceFile:
     table = sources.table(name, required=True)
     table.reject_unknown({"reader", "path", "md5", "url", "archive", "archive_md5", "member", "options"})
-    reader = table.choice("reader", tuple(READERS)) if "reader" in table.data else None
+    reader = _component(table, "reader", "reader") if "reader" in table.data else None
     source = SourceFile(
         name=name,
         reader=reader,
@@ -252,20 +251,32 @@ def _reader_options(source: Table, reader: str | None) -> dict[str, Any]:
         return {}
     if reader is None:
         raise source.error("options", "are given to a reader; this source names none")
-    return _typed_options(table, get_reader(reader).options)
+    return _typed_options(table, resolve("reader", reader).options)
 
 
 def _generator(table: Table, sources: dict[str, SourceFile]) -> GeneratorPlan:
     table.reject_unknown({"name", "seed", "options"})
-    name = table.choice("name", tuple(GENERATORS))
+    name = _component(table, "name", "generator")
     options_table = table.table("options") or Table({}, table.path, f"{table.field_name('options')}.")
     plan = GeneratorPlan(
-        name=name, seed=table.get("seed", int, required=True), options=_typed_options(options_table, get_generator(name).options)
+        name=name, seed=table.get("seed", int, required=True), options=_typed_options(options_table, resolve("generator", name).options)
     )
     for source in plan.inputs:
         if source not in sources:
             raise options_table.error(None, f"names source {source!r}, which is not declared; declared: {', '.join(sources) or 'none'}")
     return plan
+
+
+def _component(table: Table, key: str, kind: str) -> str:
+    """The component name at `key`, resolved now so a typo or a broken plugin names the spec's file and line."""
+    name = table.get(key, str, required=True)
+    if ":" not in name:
+        table.choice(key, tuple(names(kind)))
+    try:
+        resolve(kind, name)
+    except ConcurError as exc:
+        raise table.error(key, str(exc)) from None
+    return name
 
 
 def _typed_options(table: Table, accepted: Mapping[str, type]) -> dict[str, Any]:
@@ -341,8 +352,8 @@ def parse_approach(data: dict[str, Any], path: Path) -> ApproachSpec:
     implementation = top.get("implementation", str, required=True)
     hparams = top.get("hparams", dict, required=True)
     if status == "ready":
-        top.choice("implementation", tuple(IMPLEMENTATIONS))
-        problem = validate_hparams(implementation, hparams)
+        _component(top, "implementation", "approach")
+        problem = hparams_problem(implementation, hparams)
         if problem:
             key, message = problem
             raise SpecError(path, f"hparams.{key}" if key else "hparams", message)

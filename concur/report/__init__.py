@@ -1,4 +1,4 @@
-"""The study report: one self-contained HTML page (DESIGN.md, "report").
+"""The study report: one self-contained HTML page.
 
 `content` computes everything the page shows from a results table (what was run, the EM
 table, the concurrence matrices with intervals, the recipes' figures, the agreement with

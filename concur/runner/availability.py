@@ -6,7 +6,8 @@ nobody noticed. So the driver looks for every benchmark's sources first, where p
 would (`--source-dir` / `$CONCUR_DATA_ROOT`, then the cache; `concur.data.sources`), and
 refuses to start while any is missing, with one message naming each file, the benchmarks
 that need it and the ways to get it. Prepared benchmarks need no sources. Nothing is looked
-for in a default place: a data root is always given.
+for in a default place: a data root is always given. `benchmark_data` says the same of one
+benchmark for `concur benches`, so a user can choose what to run on an offline machine.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from concur.data.prepare import offline_missing
+from concur.data.prepare import offline_availability, offline_missing
 from concur.data.sources import SourceLocator
 from concur.errors import MissingSourceError
 from concur.registry.specs import BenchmarkSpec, SourceFile
@@ -36,6 +37,33 @@ class MissingSource:
     def describe(self) -> str:
         how = f"download: {self.source.origin} (needs internet)" if self.downloadable else "no download URL (a local copy is the only way)"
         return f"{self.source.path}  needed by {', '.join(self.benchmarks)}; {how}"
+
+
+@dataclass(frozen=True)
+class BenchmarkData:
+    """Where a benchmark's data would come from on this machine."""
+
+    data: str  # prepared, damaged, missing, download, generate (its generator makes the splits), local or cache
+    offline: str  # as `offline_availability` says it: prepared, generated, sources found, missing: PATH or damaged: PATH
+    sources: dict[str, str]  # each source file's place: local, cache, download or missing
+
+
+def benchmark_data(spec: BenchmarkSpec, locator: SourceLocator, data_dir: Path) -> BenchmarkData:
+    """Look where the benchmark's data is without reading or fetching any source; prepared data is verified,
+    and prepared data that fails its manifest check is `damaged`, not an error."""
+    places = {name: locator.availability(source) for name, source in spec.sources.items()}
+    offline = offline_availability(spec, locator, data_dir)
+    if offline == "prepared" or offline.startswith("damaged"):
+        data = offline.split(":")[0]
+    elif "missing" in places.values():
+        data = "missing"
+    elif "download" in places.values():
+        data = "download"
+    elif spec.generator is not None:
+        data = "generate"  # inputs (if any) are at hand; the generator makes the splits
+    else:
+        data = "local" if "local" in places.values() else "cache"
+    return BenchmarkData(data, offline, places)
 
 
 def missing_sources(benches: Iterable[BenchmarkSpec], locator: SourceLocator, data_dir: Path) -> list[MissingSource]:

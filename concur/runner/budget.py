@@ -20,7 +20,7 @@ contexts than as many questions drawn one by one. The same split, size and seed 
 the same subset (Python's `random.Random` with an integer seed is platform-independent).
 
 A split no larger than the budget is kept whole, and then it is no subset: the job is the
-same computation as without a budget and has the same key (DESIGN.md, "Job key").
+same computation as without a budget and has the same key (docs/running.md, "Jobs, keys and job directories").
 """
 
 from __future__ import annotations

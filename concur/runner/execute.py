@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from concur.approaches.base import RunContext, build_approach
-from concur.approaches.implementations import batch_size
+from concur.components import resolve
 from concur.data.prepare import SPLITS, PreparedBenchmark
 from concur.devices import device_description, resolve_device, software_versions
 from concur.errors import ClaimLostError, JobInterrupted
@@ -201,7 +201,7 @@ def _train_and_predict(
         except Exception as error:
             if not _is_cuda_oom(error):
                 raise
-            current = context.per_device_batch_size or batch_size(spec.implementation, job.hparams)
+            current = context.per_device_batch_size or resolve("approach", spec.implementation).batch_size(job.hparams)
             if current <= 1:
                 raise
             retries.append({"per_device_batch_size": current, "error": str(error).split("\n")[0]})

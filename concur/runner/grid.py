@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from concur.analysis.selection import select
 from concur.approaches.base import ensure_runnable
-from concur.approaches.implementations import validate_hparams
 from concur.errors import ConcurError, SpecError, closest
+from concur.registry.hparams import hparams_problem
 from concur.registry.registry import Registry
+from concur.registry.selection import select
 from concur.registry.specs import APPROACH_FAMILIES, BENCHMARK_FAMILIES, ApproachSpec, BenchmarkSpec
 from concur.runner.budget import Budget
 from concur.runner.hparams import HparamSetting, hparam_settings
@@ -129,7 +129,7 @@ def _checked_settings(
     """The approach's settings with the overrides applied to each, all checked by the implementation's rules."""
     table = f"hparams.{spec.id}"
     if overrides:
-        problem = validate_hparams(spec.implementation, {**spec.hparams, **overrides})
+        problem = hparams_problem(spec.implementation, {**spec.hparams, **overrides})
         if problem is not None:
             name, message = problem
             where = f"{table}.{name}" if name in overrides else table
@@ -137,7 +137,7 @@ def _checked_settings(
             raise _override_error(origin, where, f"{what} (approach {spec.id!r}, {spec.file})")
     settings = [HparamSetting(drawn.id, {**drawn.values, **overrides}) for drawn in hparam_settings(spec, count, study_seed)]
     for setting in settings:
-        problem = validate_hparams(spec.implementation, setting.values)
+        problem = hparams_problem(spec.implementation, setting.values)
         if problem is not None:
             name, message = problem
             drawn = "drawn from [space]" + (f" with the overrides of {table}" + (f" in {origin}" if origin else "") if overrides else "")

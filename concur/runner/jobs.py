@@ -1,6 +1,6 @@
 """A job is one (approach, benchmark, hyperparameter setting, seed) train-and-test run.
 
-Its key is a content hash (DESIGN.md, "Job key"): the approach's resolved spec (id,
+Its key is a content hash (docs/running.md, "Jobs, keys and job directories"): the approach's resolved spec (id,
 implementation, model, hyperparameters), the benchmark's id and data hash, the seed and
 `concur.RESULT_VERSION`, and, only when a study's budget cuts the benchmark's splits, the
 subset taken (its size and seed; `concur.runner.budget`). Same key, same job: a finished key

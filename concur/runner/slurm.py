@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -35,6 +36,7 @@ from concur.runner.pool import Task
 from concur.runner.request import JobRequest, failed_result, run_request
 from concur.runner.slurm_queue import QUEUE_STATES_ALIVE, is_queued, queue_states
 from concur.runner.store import Store
+from concur.runner.worker import log_lines_to_stdout
 from concur.userfiles import load_toml
 from concur.workspace import Workspace
 
@@ -44,6 +46,8 @@ POLL_SECONDS = 5.0
 INTERRUPTING_SIGNALS = (signal.SIGTERM, signal.SIGUSR2)  # what Slurm (and submitit's --signal) send a task it stops
 # Why a job may wait forever: what it asks for exceeds what the partition, its QOS or its account allows.
 NEVER_STARTS = frozenset({"PartitionConfig", "PartitionNodeLimit", "PartitionTimeLimit", "BadConstraints", "InvalidAccount", "InvalidQOS"})
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -94,14 +98,15 @@ def run_request_file(path: str) -> str:
     before the time limit) stop the job: it is left interrupted, with no result and its claim
     released, so Slurm's requeue or the next run of the grid runs it again from the start.
     """
+    log_lines_to_stdout()  # the task's output file (submitit's %j_%t_log.out) keeps them
     with _signals_interrupt():
         try:
-            result = run_request(JobRequest.read(Path(path)), echo=lambda line: print(line, flush=True))
+            result = run_request(JobRequest.read(Path(path)), echo=logger.info)
         except JobInterrupted as interruption:
-            print(f"interrupted by {interruption}: left without a result, to be run again", flush=True)
+            logger.warning("interrupted by %s: left without a result, to be run again", interruption)
             return "interrupted"
         except ClaimLostError as error:  # another driver runs the job now
-            print(error, flush=True)
+            logger.warning("%s", error)
             return "not run"
     return str(result.get("status"))
 
@@ -336,6 +341,18 @@ class SlurmExecutor:
         cpus = self.options.threads or resources.cpus
         seconds = self.time_limit_seconds or resources.time_limit_hours * 3600
         return gpus, cpus, max(1, round(resources.memory_gb)), max(1, round(seconds / 60))
+
+
+def collect_submitted(workspace: Workspace, store: Store, echo: Callable[[str], None]) -> None:
+    """Index what the Slurm jobs submitted from this runs dir wrote, recording those that ended without a
+    result, and say how many ended; nothing when no job was ever submitted here (no Slurm needed then).
+
+    Collecting reads only the ledger, the job directories and the queue, so it needs no Slurm config.
+    """
+    slurm = SlurmExecutor(workspace, store, [], SlurmConfig(), RunOptions(), echo)
+    if slurm.submissions():
+        ended, queued = slurm.collect()
+        echo(f"Slurm: {ended} submitted jobs have ended, {queued} are still queued or running")
 
 
 def _state(result: dict[str, Any]) -> JobState:

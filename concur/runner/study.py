@@ -32,31 +32,37 @@ budgeted job and a full one are different jobs. A study without them has the key
 
 `plan` turns the grid into jobs and reads their state from the job directories: done,
 failed, running, interrupted, pending, or not yet plannable because the benchmark's data is
-not prepared (a job's key includes its data hash).
+not prepared (a job's key includes its data hash). `survey_study` adds what a plan is read
+for before a long run: the device-hours spent and still to spend, and the missing files.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from concur.data.prepare import PreparedBenchmark, prepared
+from concur.data.sources import SourceLocator
 from concur.errors import SpecError
 from concur.registry.registry import Registry
 from concur.registry.tables import DESCRIPTIVE_KEYS, Table
+from concur.runner.availability import MissingSource, missing_sources
 from concur.runner.budget import Budget
-from concur.runner.estimate import job_estimate
+from concur.runner.estimate import job_estimate, rates
 from concur.runner.grid import GridPoint, GridRequest, expand_grid
-from concur.runner.jobdir import JobDir
+from concur.runner.jobdir import JobDir, JobState
 from concur.runner.jobs import Job, make_job
+from concur.runner.store import finished_jobs
 from concur.userfiles import load_toml
 from concur.workspace import Workspace
 
 NOT_PREPARED = "not prepared"  # a job state: its benchmark has no materialised data yet, so no key
+FINISHED = (JobState.DONE.value, JobState.FAILED.value)  # states of jobs that will not run again (without --retry-failed)
+ALL_APPROACHES = "all"  # the label of the tally over every job
 _KEYS = DESCRIPTIVE_KEYS | {"approaches", "benches", "hparams", "hparam_seed", "seeds", "budget", "reference"}
 _BUDGET_KEYS = frozenset({"train_questions", "test_questions", "seed"})
 HPARAMS_COUNT = "count"  # in an [hparams] table of overrides: the number of settings per approach
@@ -83,12 +89,53 @@ class PlannedJob:
     result: dict[str, Any] | None = None  # its result.json, once finished
 
 
+@dataclass(frozen=True)
+class Tally:
+    """Some of a plan's jobs summed up: what is done, what is left, and its device-seconds spent and to go."""
+
+    label: str
+    jobs: int
+    done: int
+    failed: int
+    to_run: int
+    spent_seconds: float  # measured device-seconds of the finished jobs
+    estimate_seconds: float | None  # estimated device-seconds of the jobs to run that have an estimate (None: none has)
+    unmeasured: int  # jobs to run without an estimate
+    unprepared: int  # of those, jobs whose benchmark is not prepared yet
+
+
+@dataclass(frozen=True)
+class Shape:
+    """How many approaches, benchmarks, settings and seeds a plan's grid spans."""
+
+    approaches: int
+    benches: int
+    settings: int
+    seeds: int
+
+
 @dataclass
 class Plan:
     jobs: list[PlannedJob] = field(default_factory=list)
 
     def counts(self) -> Counter[str]:
         return Counter(planned.state for planned in self.jobs)
+
+    def shape(self) -> Shape:
+        points = [planned.point for planned in self.jobs]
+        return Shape(
+            len({point.approach.id for point in points}),
+            len({point.bench.id for point in points}),
+            len({point.setting.id for point in points}),
+            len({point.seed for point in points}),
+        )
+
+    def tallies(self) -> list[Tally]:
+        """One tally per approach (in grid order), then one over every job."""
+        by_approach: dict[str, list[PlannedJob]] = {}
+        for planned in self.jobs:
+            by_approach.setdefault(planned.point.approach.id, []).append(planned)
+        return [tally(approach, jobs) for approach, jobs in by_approach.items()] + [tally(ALL_APPROACHES, self.jobs)]
 
 
 def load_study(path: Path) -> Study:
@@ -146,6 +193,35 @@ def plan_study(
         estimate = job_estimate(job, bench, rates_by_approach or {})
         plan.jobs.append(PlannedJob(point, job, job_dir.state().value, estimate, measured, result))
     return plan
+
+
+def survey_study(
+    registry: Registry, study: Study, workspace: Workspace, locator: SourceLocator, warn: Callable[[str], None]
+) -> tuple[Plan, list[MissingSource]]:
+    """The plan, with estimates from every job measured so far (any study's), and the source files this
+    machine lacks, which would stop `concur study run`; `warn` is told of each damaged result met."""
+    finished = finished_jobs(workspace.db_path, workspace.jobs_dir)  # indexes what the workers wrote
+    for line in finished.warnings():
+        warn(line)
+    plan = plan_study(registry, study, workspace, rates(finished.rows))
+    return plan, missing_sources((planned.point.bench for planned in plan.jobs), locator, workspace.data_dir)
+
+
+def tally(label: str, jobs: list[PlannedJob]) -> Tally:
+    """Sum up `jobs`: states, measured device-seconds, and the estimates of those still to run."""
+    to_run = [planned for planned in jobs if planned.state not in FINISHED]
+    known = [planned.estimate_seconds for planned in to_run if planned.estimate_seconds is not None]
+    return Tally(
+        label,
+        jobs=len(jobs),
+        done=sum(1 for planned in jobs if planned.state == JobState.DONE.value),
+        failed=sum(1 for planned in jobs if planned.state == JobState.FAILED.value),
+        to_run=len(to_run),
+        spent_seconds=sum(planned.measured_seconds or 0.0 for planned in jobs),
+        estimate_seconds=sum(known) if known else None,
+        unmeasured=len(to_run) - len(known),
+        unprepared=sum(1 for planned in to_run if planned.state == NOT_PREPARED),
+    )
 
 
 def _hparams(table: Table) -> tuple[int, dict[str, dict[str, Any]]]:

@@ -3,29 +3,51 @@
 Executors start one worker per job (a local subprocess pinned to a GPU, or a Slurm task).
 The worker writes only its job directory; the driver indexes the result. It exits 0 when a
 result was written (even a failed one); any other exit means it died, and the driver records why.
+What the job says is logged as plain lines on stdout, which the driver keeps (a `.out` file
+beside the request, or the terminal for a single job) and quotes when the worker dies.
 """
 
 from __future__ import annotations
 
+import argparse
 import ctypes
+import logging
 import os
 import signal
 import sys
 from pathlib import Path
 
 DRIVER_PID_ENV = "CONCUR_DRIVER_PID"  # set by a local driver: the worker dies with it
+PACKAGE_LOGGER = "concur"  # every concur module logs below it
+WORKER_HANDLER = "concur-worker"  # the name of the handler `log_lines_to_stdout` adds, so it is added once
 _PR_SET_PDEATHSIG = 1
+
+logger = logging.getLogger(f"{PACKAGE_LOGGER}.runner.worker")  # not __name__, which is __main__ when run with -m
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python -m concur.runner.worker REQUEST.json", file=sys.stderr)
-        return 2
+    parser = argparse.ArgumentParser(prog="python -m concur.runner.worker", description="Run the job of one request file.")
+    parser.add_argument("request", type=Path, metavar="REQUEST.json")
+    request_path = parser.parse_args(argv).request
     _die_with_driver()
+    log_lines_to_stdout()
     from concur.runner.request import JobRequest, run_request  # after the death signal is armed: imports take seconds
 
-    run_request(JobRequest.read(Path(argv[0])), echo=lambda line: print(line, flush=True))
+    run_request(JobRequest.read(request_path), echo=logger.info)
     return 0
+
+
+def log_lines_to_stdout() -> None:
+    """Send concur's log records to stdout as bare lines, flushed one by one: a worker's output is a log
+    file read by people and by the driver (the last lines of a dead worker become its failure reason)."""
+    package = logging.getLogger(PACKAGE_LOGGER)
+    if any(handler.name == WORKER_HANDLER for handler in package.handlers):
+        return
+    handler = logging.StreamHandler(sys.stdout)
+    handler.name = WORKER_HANDLER
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    package.addHandler(handler)
+    package.setLevel(logging.INFO)
 
 
 def _die_with_driver() -> None:

@@ -10,24 +10,21 @@ everything is fp32 and a seed fixes every loss and prediction.
 
 from __future__ import annotations
 
-import math
 import time
-from itertools import chain, count, islice
-from typing import Any
 
 import numpy as np
 
 from concur.approaches.base import RunContext, TrainReport
-from concur.approaches.batches import length_grouped_batches, sorted_batches, split_batch
-from concur.approaches.hf_span.batching import pad_batch, pad_multiple
+from concur.approaches.batches import sorted_batches
+from concur.approaches.hf_span.batching import pad_batch, pad_multiple, to_device
 from concur.approaches.hf_span.decoding import answers, best_window_spans, span_masks
-from concur.approaches.hf_span.features import TrainFeatures, build_predict_features, build_train_features
+from concur.approaches.hf_span.features import build_predict_features, build_train_features
 from concur.approaches.hf_span.hparams import HFSpanHParams
 from concur.approaches.hf_span.loading import LoadedModel, load_pretrained, model_settings
-from concur.approaches.hf_span.loss import span_loss
-from concur.approaches.hf_span.optimization import build_optimizer, build_scheduler, warmup_steps
-from concur.approaches.loss_curve import LossCurve
+from concur.approaches.hf_span.loss import WindowObjective
+from concur.approaches.hf_span.optimization import training_plan, warmup_steps
 from concur.approaches.precision import autocast
+from concur.approaches.training import epoch_steps, fit
 from concur.data.model import Split
 from concur.errors import ConcurError
 from concur.progress import task_progress
@@ -67,15 +64,15 @@ class HFSpanApproach:
                 f"approach {self.spec.id!r}: the train split {train.dataset}:{train.split} has no question with an answer "
                 f"span to train on ({skipped} skipped: {reasons or 'no questions'})"
             )
-        total_steps = max(1, math.ceil(hp.epochs * math.ceil(n_windows / hp.train_batch_size)))
+        total_steps = epoch_steps(n_windows, hp.train_batch_size, hp.epochs)
         context.log(
             f"train: {features.n_questions} questions -> {n_windows} windows"
             + (f"; skipped {skipped} ({reasons})" if skipped else "")
             + f"; {total_steps} optimiser steps of {hp.train_batch_size} windows ({hp.epochs:g} epochs)"
         )
         model = loaded.model.to(context.device)
-        losses = self._fit(model, features, total_steps, context, _pad_id(loaded.tokenizer.pad_token_id))
-        model.eval()
+        objective = WindowObjective(features, _pad_id(loaded.tokenizer.pad_token_id), context.device)
+        losses = fit(model, objective, training_plan(model, hp, total_steps), context, self.spec.id)
         self._loaded = loaded
         return TrainReport(
             optimizer_steps=total_steps,
@@ -93,46 +90,6 @@ class HFSpanApproach:
                 "skipped": dict(features.skipped),
             },
         )
-
-    def _fit(self, model: Any, features: TrainFeatures, total_steps: int, context: RunContext, pad_id: int) -> list[float]:
-        """The optimisation loop; returns the mean loss of each logging interval."""
-        import torch
-
-        hp = self.hparams
-        optimizer = build_optimizer(model, hp)
-        scheduler = build_scheduler(optimizer, hp, total_steps)
-        lengths = features.windows.lengths()
-        rng = np.random.default_rng(context.seed)
-        epochs = (length_grouped_batches(lengths, hp.train_batch_size, rng) for _ in count())
-        starts = torch.from_numpy(features.start_positions)
-        ends = torch.from_numpy(features.end_positions)
-        model.train()
-        with task_progress() as progress:
-            task = progress.add_task(f"train {self.spec.id}", total=total_steps, status="")
-            curve = LossCurve(total_steps, context.device, context.log, progress, task)
-            for step, batch in enumerate(islice(chain.from_iterable(epochs), total_steps), start=1):
-                for piece in split_batch(batch, context.per_device_batch_size):
-                    inputs = _to(pad_batch(features.windows, piece, pad_id, pad_multiple(context.device)), context.device)
-                    with autocast(context.device):
-                        output = model(**inputs)
-                    loss = span_loss(
-                        output.start_logits,
-                        output.end_logits,
-                        inputs["attention_mask"],
-                        starts[piece].to(context.device),
-                        ends[piece].to(context.device),
-                    )
-                    scaled = loss * (len(piece) / len(batch))  # the batch's mean loss, however it is split
-                    scaled.backward()
-                    curve.add(scaled)
-                if hp.max_grad_norm > 0:
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), hp.max_grad_norm)
-                rate = scheduler.get_last_lr()[-1]  # the full rate (the span head's group comes last)
-                optimizer.step()
-                scheduler.step()
-                optimizer.zero_grad(set_to_none=True)
-                curve.step_done(step, rate)
-        return curve.points
 
     def predict(self, test: Split, context: RunContext) -> dict[str, str]:
         import torch
@@ -153,7 +110,7 @@ class HFSpanApproach:
         with torch.inference_mode(), task_progress() as progress:
             task = progress.add_task(f"predict {self.spec.id}", total=len(batches), status="")
             for indices in batches:
-                inputs = _to(pad_batch(features.windows, indices, pad_id, pad_multiple(context.device)), context.device)
+                inputs = to_device(pad_batch(features.windows, indices, pad_id, pad_multiple(context.device)), context.device)
                 with autocast(context.device):
                     output = model(**inputs)
                 start_mask, end_mask = span_masks(features, indices, inputs["input_ids"].shape[1])
@@ -178,7 +135,3 @@ class HFSpanApproach:
 def _pad_id(pad_token_id: int | None) -> int:
     """The tokenizer's padding id; tokenizers without one pad with 0 (masked out by attention anyway)."""
     return 0 if pad_token_id is None else pad_token_id
-
-
-def _to(batch: dict[str, Any], device: str) -> dict[str, Any]:
-    return {name: tensor.to(device, non_blocking=True) for name, tensor in batch.items()}

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from concur.components import ApproachKind
+
 
 @dataclass(frozen=True)
 class HFSpanHParams:
@@ -54,3 +56,6 @@ class HFSpanHParams:
             if not ok:
                 return name, message
         return None
+
+
+KIND = ApproachKind(hparams=HFSpanHParams, approach="concur.approaches.hf_span.approach:HFSpanApproach", batch_field="train_batch_size")

@@ -7,7 +7,13 @@ long the other windows of its batch are (batches are padded only to their longes
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
+
+from concur.approaches.hf_span.batching import pad_batch, pad_multiple, to_device
+from concur.approaches.hf_span.features import TrainFeatures
 
 
 def span_loss(start_logits: Any, end_logits: Any, attention_mask: Any, start_positions: Any, end_positions: Any) -> Any:
@@ -20,3 +26,36 @@ def span_loss(start_logits: Any, end_logits: Any, attention_mask: Any, start_pos
     start = start_logits.float().masked_fill(padding, lowest)
     end = end_logits.float().masked_fill(padding, lowest)
     return (F.cross_entropy(start, start_positions) + F.cross_entropy(end, end_positions)) / 2
+
+
+@dataclass(frozen=True)
+class WindowBatch:
+    """Padded model inputs of some windows and their answer positions, on the device."""
+
+    inputs: dict[str, Any]
+    starts: Any
+    ends: Any
+
+
+class WindowObjective:
+    """The span loss of the training windows (the shared loop's `Objective`), batched as padded tensors on `device`."""
+
+    def __init__(self, features: TrainFeatures, pad_id: int, device: str) -> None:
+        import torch
+
+        self.windows, self.pad_id, self.device = features.windows, pad_id, device
+        self.starts = torch.from_numpy(features.start_positions)
+        self.ends = torch.from_numpy(features.end_positions)
+
+    def lengths(self) -> np.ndarray:
+        return self.windows.lengths()
+
+    def batch(self, indices: np.ndarray) -> WindowBatch:
+        inputs = to_device(pad_batch(self.windows, indices, self.pad_id, pad_multiple(self.device)), self.device)
+        return WindowBatch(inputs, self.starts[indices].to(self.device), self.ends[indices].to(self.device))
+
+    def forward(self, model: Any, batch: WindowBatch) -> Any:
+        return model(**batch.inputs)
+
+    def loss(self, outputs: Any, batch: WindowBatch) -> Any:
+        return span_loss(outputs.start_logits, outputs.end_logits, batch.inputs["attention_mask"], batch.starts, batch.ends)

@@ -1,4 +1,5 @@
-"""AdamW with the fine-tuning conventions of BERT-style papers, and its learning-rate schedule.
+"""AdamW with the fine-tuning conventions of BERT-style papers, its learning-rate schedule, and the plan
+the shared training loop follows.
 
 Weight decay is decoupled (AdamW) and never applied to biases or normalisation weights.
 Layer-wise learning-rate decay follows ELECTRA's official fine-tuning code (`_get_layer_lrs`):
@@ -15,6 +16,7 @@ import re
 from typing import Any
 
 from concur.approaches.hf_span.hparams import HFSpanHParams
+from concur.approaches.training import Plan
 
 _LAYER = re.compile(r"\.layers?\.(\d+)\.")
 
@@ -88,3 +90,16 @@ def build_scheduler(optimizer: Any, hparams: HFSpanHParams, total_steps: int) ->
 
     warmup = warmup_steps(hparams, total_steps)
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_factor(step, warmup, total_steps, hparams.lr_schedule))
+
+
+def training_plan(model: Any, hparams: HFSpanHParams, total_steps: int) -> Plan:
+    """AdamW, its schedule and gradient clipping over `total_steps` steps; BERT-style fine-tuning keeps no weight average."""
+    optimizer = build_optimizer(model, hparams)
+    return Plan(
+        batch_size=hparams.train_batch_size,
+        steps=total_steps,
+        optimizer=optimizer,
+        scheduler=build_scheduler(optimizer, hparams, total_steps),
+        max_grad_norm=hparams.max_grad_norm,
+        ema_decay=0.0,
+    )

@@ -24,18 +24,11 @@ from concur.approaches.reader.hparams.base import ReaderHParams
 from concur.approaches.reader.inputs import ReaderInputs
 from concur.approaches.reader.linguistic import Tagger, load_tagger
 from concur.approaches.reader.settings import reader_settings
-from concur.approaches.reader.training import fit, predict_spans, total_steps
-from concur.approaches.reader.vectors import (
-    ScaledVectors,
-    VectorSource,
-    embedding_rows,
-    find_vectors,
-    lookup_cased,
-    offline_vectors,
-    open_vectors,
-)
+from concur.approaches.reader.training import fit_reader, predict_spans, total_steps
+from concur.approaches.reader.vectors import ScaledVectors, embedding_rows, find_vectors
 from concur.approaches.reader.vocab import SPECIALS
 from concur.data.model import Split
+from concur.data.vectors import VectorSource, lookup_cased, offline_vectors, open_vectors
 from concur.errors import ConcurError
 from concur.registry.specs import ApproachSpec
 
@@ -104,7 +97,7 @@ class ReaderApproach:
             f"per-dimension std {vector_std:.3f}); {parameters:,} trainable parameters"
         )
         fit_started = time.perf_counter()
-        losses = fit(model, encoded, hp, context, self.spec.id, settings.linguistic_features)
+        losses = fit_reader(model, encoded, hp, context, self.spec.id, settings.linguistic_features)
         fit_seconds = time.perf_counter() - fit_started
         self._model, self._vocabularies = model, vocabularies
         return TrainReport(

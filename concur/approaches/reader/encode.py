@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from concur.approaches.reader.linguistic import Annotation, Tagger
-from concur.approaches.reader.tokenize import Tokens, token_span, tokenize, vocabulary_form
 from concur.approaches.reader.vocab import Vocabulary, label_vocabulary, word_vocabulary
 from concur.data.model import Split
+from concur.data.tokenize import Tokens, token_span, tokenize, vocabulary_form
 
 
 @dataclass

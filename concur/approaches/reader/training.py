@@ -1,4 +1,4 @@
-"""The optimisation loop every reader shares, and batched span prediction.
+"""The readers' training recipe for the shared loop, and batched span prediction.
 
 Per paper, the spec chooses the optimiser (Adam, Adamax, AdaDelta or SGD) and its rate,
 QANet's inverse-exponential warm-up, RaSoR's step decay, gradient clipping, and an
@@ -10,25 +10,21 @@ runs under bf16 autocast with fp32 weights.
 from __future__ import annotations
 
 import math
-from itertools import chain, count, islice
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import nn
 
 from concur.approaches.base import RunContext
-from concur.approaches.batches import length_grouped_batches, sorted_batches, split_batch
-from concur.approaches.loss_curve import LossCurve
+from concur.approaches.batches import sorted_batches
 from concur.approaches.precision import autocast
-from concur.approaches.reader.batch import collate
+from concur.approaches.reader.batch import Batch, collate
 from concur.approaches.reader.encode import EncodedSplit
 from concur.approaches.reader.hparams.base import ReaderHParams
 from concur.approaches.reader.layers import best_spans, span_grid, span_loss
+from concur.approaches.training import Plan, epoch_steps, fit
 from concur.progress import task_progress
-
-# TensorFlow's ExponentialMovingAverage(num_updates=step) warms the decay up as (1 + step) / (10 + step),
-# which BiDAF's and QANet's code use; without it the average starts from the random initialisation.
-EMA_WARMUP_OFFSET = 10
 
 
 def build_optimizer(model: nn.Module, hp: ReaderHParams) -> torch.optim.Optimizer:
@@ -50,67 +46,54 @@ def lr_factor(step: int, hp: ReaderHParams) -> float:
     return warm * hp.lr_decay ** (step // hp.lr_decay_every_steps)
 
 
-class WeightAverage:
-    """Exponential moving average of the trainable weights, copied into the model after training."""
-
-    def __init__(self, model: nn.Module, decay: float) -> None:
-        self.params = [p for p in model.parameters() if p.requires_grad]
-        self.shadow = [p.detach().clone().float() for p in self.params]
-        self.decay = decay
-
-    def update(self, step: int) -> None:
-        decay = min(self.decay, (1 + step) / (EMA_WARMUP_OFFSET + step))
-        torch._foreach_lerp_(self.shadow, [p.detach().float() for p in self.params], 1 - decay)
-
-    def copy_to_model(self) -> None:
-        with torch.no_grad():
-            for param, shadow in zip(self.params, self.shadow):
-                param.copy_(shadow)
-
-
 def total_steps(n_examples: int, hp: ReaderHParams) -> int:
     """The training budget: `steps` when the spec counts steps, else `epochs` passes over the examples."""
     if hp.steps > 0:
         return hp.steps
-    return max(1, math.ceil(hp.epochs * math.ceil(n_examples / hp.batch_size)))
+    return epoch_steps(n_examples, hp.batch_size, hp.epochs)
 
 
-def fit(model: nn.Module, data: EncodedSplit, hp: ReaderHParams, context: RunContext, name: str, linguistic: bool) -> list[float]:
+def training_plan(model: nn.Module, hp: ReaderHParams, n_examples: int) -> Plan:
+    """The spec's optimiser, warm-up and decay, clipping and weight average over its budget of steps."""
+    optimizer = build_optimizer(model, hp)
+    return Plan(
+        batch_size=hp.batch_size,
+        steps=total_steps(n_examples, hp),
+        optimizer=optimizer,
+        scheduler=torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_factor(step, hp)),
+        max_grad_norm=hp.grad_clip,
+        ema_decay=hp.ema_decay,
+    )
+
+
+@dataclass(frozen=True)
+class ReaderObjective:
+    """The span loss of a reader (the shared loop's `Objective`) on the questions of `data` with an answer span."""
+
+    data: EncodedSplit
+    examples: np.ndarray  # indices of the trainable questions of `data`
+    hp: ReaderHParams
+    linguistic: bool
+    device: str
+
+    def lengths(self) -> np.ndarray:
+        return np.array([len(self.data.contexts[self.data.context_of[i]].words) for i in self.examples])
+
+    def batch(self, indices: np.ndarray) -> Batch:
+        return collate(self.data, self.examples[indices], self.linguistic, self.hp.max_passage_tokens).to(self.device)
+
+    def forward(self, model: nn.Module, batch: Batch) -> torch.Tensor:
+        return model(batch)
+
+    def loss(self, outputs: torch.Tensor, batch: Batch) -> torch.Tensor:
+        return span_loss(outputs, batch.c_mask, batch.starts, batch.ends, self.hp.max_answer_length)
+
+
+def fit_reader(model: nn.Module, data: EncodedSplit, hp: ReaderHParams, context: RunContext, name: str, linguistic: bool) -> list[float]:
     """Train `model` on the questions of `data` with an answer span; returns the mean loss per logging interval."""
     examples = data.trainable()
-    steps = total_steps(len(examples), hp)
-    optimizer = build_optimizer(model, hp)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_factor(step, hp))
-    average = WeightAverage(model, hp.ema_decay) if hp.ema_decay > 0 else None
-    lengths = np.array([len(data.contexts[data.context_of[i]].words) for i in examples])
-    rng = np.random.default_rng(context.seed)
-    epochs = (length_grouped_batches(lengths, hp.batch_size, rng) for _ in count())
-    model.train()
-    with task_progress() as progress:
-        task = progress.add_task(f"train {name}", total=steps, status="")
-        curve = LossCurve(steps, context.device, context.log, progress, task)
-        for step, positions in enumerate(islice(chain.from_iterable(epochs), steps), start=1):
-            batch_examples = examples[positions]
-            for piece in split_batch(batch_examples, context.per_device_batch_size):
-                batch = collate(data, piece, linguistic, hp.max_passage_tokens).to(context.device)
-                with autocast(context.device):
-                    logits = model(batch)
-                loss = span_loss(logits, batch.c_mask, batch.starts, batch.ends, hp.max_answer_length)
-                scaled = loss * (len(piece) / len(batch_examples))
-                scaled.backward()
-                curve.add(scaled)
-            if hp.grad_clip > 0:
-                nn.utils.clip_grad_norm_(model.parameters(), hp.grad_clip)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            if average is not None:
-                average.update(step)
-            curve.step_done(step, scheduler.get_last_lr()[0])
-    if average is not None:
-        average.copy_to_model()
-    model.eval()
-    return curve.points
+    objective = ReaderObjective(data, examples, hp, linguistic, context.device)
+    return fit(model, objective, training_plan(model, hp, len(examples)), context, name)
 
 
 def predict_spans(model: nn.Module, data: EncodedSplit, hp: ReaderHParams, context: RunContext, name: str, linguistic: bool) -> np.ndarray:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from concur.approaches.reader.hparams.base import ReaderHParams, Rule
+from concur.components import ApproachKind
 
 
 @dataclass(frozen=True)
@@ -25,3 +26,6 @@ class BidafHParams(ReaderHParams):
             ("highway_layers", self.highway_layers >= 0, "must not be negative"),
             ("modeling_layers", self.modeling_layers >= 1, "must be at least 1"),
         ]
+
+
+KIND = ApproachKind(hparams=BidafHParams, approach="concur.approaches.reader.models.bidaf:BidafApproach")

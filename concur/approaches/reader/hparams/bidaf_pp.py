@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from concur.approaches.reader.hparams.base import ReaderHParams, Rule
+from concur.components import ApproachKind
 
 
 @dataclass(frozen=True)
@@ -23,3 +24,6 @@ class BidafPPHParams(ReaderHParams):
             ("char_filters", self.char_filters >= 1, "must be at least 1"),
             ("char_kernel", self.char_kernel >= 1, "must be at least 1"),
         ]
+
+
+KIND = ApproachKind(hparams=BidafPPHParams, approach="concur.approaches.reader.models.bidaf_pp:BidafPPApproach")

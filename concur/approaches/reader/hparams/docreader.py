@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from concur.approaches.reader.hparams.base import ReaderHParams, Rule
+from concur.components import ApproachKind
 
 
 @dataclass(frozen=True)
@@ -17,3 +18,6 @@ class DocReaderHParams(ReaderHParams):
             ("hidden_size", self.hidden_size >= 1, "must be at least 1"),
             ("layers", self.layers >= 1, "must be at least 1"),
         ]
+
+
+KIND = ApproachKind(hparams=DocReaderHParams, approach="concur.approaches.reader.models.docreader:DocReaderApproach")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from concur.approaches.reader.hparams.base import ReaderHParams, Rule
+from concur.components import ApproachKind
 
 
 @dataclass(frozen=True)
@@ -25,3 +26,6 @@ class FusionNetHParams(ReaderHParams):
             ("pos_dim", self.pos_dim >= 1, "must be at least 1"),
             ("ner_dim", self.ner_dim >= 1, "must be at least 1"),
         ]
+
+
+KIND = ApproachKind(hparams=FusionNetHParams, approach="concur.approaches.reader.models.fusionnet:FusionNetApproach")

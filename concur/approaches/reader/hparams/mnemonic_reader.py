@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from concur.approaches.reader.hparams.base import ReaderHParams, Rule
+from concur.components import ApproachKind
 
 
 @dataclass(frozen=True)
@@ -29,3 +30,6 @@ class MnemonicReaderHParams(ReaderHParams):
             ("pointer_hops", self.pointer_hops >= 1, "must be at least 1"),
             ("reattention_gamma", self.reattention_gamma >= 0, "must not be negative (0 turns re-attention off)"),
         ]
+
+
+KIND = ApproachKind(hparams=MnemonicReaderHParams, approach="concur.approaches.reader.models.mnemonic_reader:MnemonicReaderApproach")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from concur.approaches.reader.hparams.base import ReaderHParams, Rule
+from concur.components import ApproachKind
 
 ODD = "must be odd and positive (a same-length convolution)"
 
@@ -50,3 +51,6 @@ class QANetHParams(ReaderHParams):
             ("char_dropout", 0 <= self.char_dropout < 1, "must be in [0, 1)"),
             ("layer_survival", 0 < self.layer_survival <= 1, "must be in (0, 1] (1.0 turns stochastic depth off)"),
         ]
+
+
+KIND = ApproachKind(hparams=QANetHParams, approach="concur.approaches.reader.models.qanet:QANetApproach")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from concur.approaches.reader.hparams.base import ReaderHParams, Rule
+from concur.components import ApproachKind
 
 
 @dataclass(frozen=True)
@@ -19,3 +20,6 @@ class RasorHParams(ReaderHParams):
             ("lstm_layers", self.lstm_layers >= 1, "must be at least 1"),
             ("ffnn_size", self.ffnn_size >= 1, "must be at least 1"),
         ]
+
+
+KIND = ApproachKind(hparams=RasorHParams, approach="concur.approaches.reader.models.rasor:RasorApproach")

@@ -5,15 +5,19 @@ members in family order, then natural name order (babi-2 before babi-11). Every 
 match something, so a typo is an error with the closest valid name, not an empty matrix.
 Only `all` (or no selection at all) selects everything: an empty one (`-a ''`, `' , '`) is an
 error, since taking it for "all" would start training every approach.
+
+The family order is part of what a reader sees: grouping by family makes slices of a matrix
+comparable across tables and figures, and it never depends on the order results arrived in.
 """
 
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
 
-from concur.analysis.ordering import family_order
 from concur.errors import ConcurError, UnknownNameError, some_names
+from concur.registry.registry import natural_key
 
 ALL = "all"
 GLOB_CHARACTERS = "*?["
@@ -90,3 +94,28 @@ def _expand(item, available, ordered, families, family_rank, present_families, k
         return matches
     known = [*available, *(name for name in present_families if name)]
     raise UnknownNameError(kind + (f" ({scope})" if scope else ""), item, known)
+
+
+def family_order(
+    ids: Iterable[str],
+    families: Mapping[str, str],
+    family_rank: Sequence[str],
+    *,
+    scores: Mapping[str, float] | None = None,
+) -> list[str]:
+    """Ids grouped by family in `family_rank` order; other families follow by name, ids without a family last.
+
+    Within a family, ids with higher `scores` come first when scores are given (missing
+    scores last), so a legend can follow the lines it labels; ties, and everything when
+    no scores are given, fall back to `natural_key` (babi-2 before babi-11).
+    """
+    rank = {family: position for position, family in enumerate(family_rank)}
+
+    def key(item: str) -> tuple:
+        family = families.get(item, "")
+        position = rank.get(family, len(rank) if family else len(rank) + 1)
+        score = math.nan if scores is None else float(scores.get(item, math.nan))
+        missing = math.isnan(score)
+        return (position, "" if family in rank else family, missing, 0.0 if missing else -score, natural_key(item))
+
+    return sorted(ids, key=key)

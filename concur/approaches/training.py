@@ -1,0 +1,126 @@
+"""The one optimisation loop every approach trains with.
+
+hf-span and the readers differ only in how a batch of examples becomes a loss (an
+`Objective`) and in their optimiser, schedule, clipping and weight average (a `Plan`, built
+from each approach's hyperparameters). Everything else is written here once, so speed work
+lands for every approach at the same time: seeded length-grouped batches, gradient
+accumulation under the device's per-forward cap, mixed precision, the loss curve and its
+progress bar, and the non-finite-loss fault (raised by the curve).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from itertools import chain, count, islice
+from typing import Any, Protocol, TypeVar
+
+import numpy as np
+import torch
+from torch import nn
+
+from concur.approaches.base import RunContext
+from concur.approaches.batches import length_grouped_batches, split_batch
+from concur.approaches.loss_curve import LossCurve
+from concur.approaches.precision import autocast
+from concur.progress import task_progress
+
+# TensorFlow's ExponentialMovingAverage(num_updates=step) warms the decay up as (1 + step) / (10 + step),
+# which BiDAF's and QANet's code use; without it the average starts from the random initialisation.
+EMA_WARMUP_OFFSET = 10
+
+Batch = TypeVar("Batch")
+
+
+class Objective(Protocol[Batch]):
+    """How an approach turns its training examples into a loss. Examples are numbered by `lengths()`."""
+
+    def lengths(self) -> np.ndarray:
+        """Length of every training example: batches group examples of similar length."""
+        ...
+
+    def batch(self, indices: np.ndarray) -> Batch:
+        """Model inputs and targets of the examples `indices`, on the device."""
+        ...
+
+    def forward(self, model: nn.Module, batch: Batch) -> Any:
+        """The model's outputs on `batch` (the loop runs this under mixed precision)."""
+        ...
+
+    def loss(self, outputs: Any, batch: Batch) -> torch.Tensor:
+        """The mean loss over the batch's examples, in fp32 (outside mixed precision)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Plan:
+    """An approach's optimisation recipe, as its hyperparameters specify it."""
+
+    batch_size: int  # examples per optimiser step, however many pieces the device needs
+    steps: int  # optimiser steps
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler  # stepped after every optimiser step
+    max_grad_norm: float  # global gradient-norm clip; 0 = none
+    ema_decay: float  # moving average of the weights that replaces them after training; 0 = none
+
+
+def epoch_steps(n_examples: int, batch_size: int, epochs: float) -> int:
+    """Optimiser steps of `epochs` passes over `n_examples` (a last, smaller batch counts as a step); at least one."""
+    return max(1, math.ceil(epochs * math.ceil(n_examples / batch_size)))
+
+
+class WeightAverage:
+    """Exponential moving average of the trainable weights, copied into the model after training."""
+
+    def __init__(self, model: nn.Module, decay: float) -> None:
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.shadow = [p.detach().clone().float() for p in self.params]
+        self.decay = decay
+
+    def update(self, step: int) -> None:
+        decay = min(self.decay, (1 + step) / (EMA_WARMUP_OFFSET + step))
+        torch._foreach_lerp_(self.shadow, [p.detach().float() for p in self.params], 1 - decay)
+
+    def copy_to_model(self) -> None:
+        with torch.no_grad():
+            for param, shadow in zip(self.params, self.shadow):
+                param.copy_(shadow)
+
+
+def fit(model: nn.Module, objective: Objective[Any], plan: Plan, context: RunContext, name: str) -> list[float]:
+    """Train `model` for `plan.steps` optimiser steps; returns the mean loss of each logging interval.
+
+    Batches are reshuffled every epoch from `context.seed`. Each is cut into pieces of at most
+    `context.per_device_batch_size` examples whose gradients accumulate, each piece's loss weighted
+    by its share of the batch, so a step follows the batch's mean loss however the device splits it.
+    The model is left in eval mode (with the averaged weights, if the plan keeps an average).
+    """
+    average = WeightAverage(model, plan.ema_decay) if plan.ema_decay > 0 else None
+    rng = np.random.default_rng(context.seed)
+    lengths = objective.lengths()
+    epochs = (length_grouped_batches(lengths, plan.batch_size, rng) for _ in count())
+    model.train()
+    with task_progress() as progress:
+        task = progress.add_task(f"train {name}", total=plan.steps, status="")
+        curve = LossCurve(plan.steps, context.device, context.log, progress, task)
+        for step, batch in enumerate(islice(chain.from_iterable(epochs), plan.steps), start=1):
+            for piece in split_batch(batch, context.per_device_batch_size):
+                inputs = objective.batch(piece)
+                with autocast(context.device):
+                    outputs = objective.forward(model, inputs)
+                scaled = objective.loss(outputs, inputs) * (len(piece) / len(batch))
+                scaled.backward()
+                curve.add(scaled)
+            if plan.max_grad_norm > 0:
+                nn.utils.clip_grad_norm_(model.parameters(), plan.max_grad_norm)
+            rate = max(plan.scheduler.get_last_lr())  # the full rate of this step (layer-wise decay lowers the others)
+            plan.optimizer.step()
+            plan.scheduler.step()
+            plan.optimizer.zero_grad(set_to_none=True)
+            if average is not None:
+                average.update(step)
+            curve.step_done(step, rate)
+    if average is not None:
+        average.copy_to_model()
+    model.eval()
+    return curve.points
