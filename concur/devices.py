@@ -6,6 +6,7 @@ import os
 import platform
 import sys
 from dataclasses import dataclass
+from importlib import metadata
 from typing import Any
 
 from concur import __version__
@@ -15,7 +16,13 @@ DEVICE_CHOICES = ("auto", "cpu", "cuda")
 
 
 def resolve_device(requested: str) -> str:
-    """'auto' -> 'cuda' when a GPU is visible, else 'cpu'; 'cuda' without a GPU is an error."""
+    """'auto' -> 'cuda' when a GPU is visible, else 'cpu'; 'cuda' without a GPU is an error.
+
+    'cpu' is answered without importing torch (a second per process), which a driver that only
+    starts CPU workers never needs.
+    """
+    if requested == "cpu":
+        return "cpu"
     import torch
 
     if requested == "auto":
@@ -24,8 +31,6 @@ def resolve_device(requested: str) -> str:
         if not torch.cuda.is_available():
             raise ConcurError(f"--device {requested}: no CUDA GPU is visible to PyTorch {torch.__version__} here; use --device cpu")
         return requested
-    if requested == "cpu":
-        return "cpu"
     raise ConcurError(f"unknown device {requested!r}; use one of {', '.join(DEVICE_CHOICES)} (or cuda:N)")
 
 
@@ -58,15 +63,18 @@ def device_description(device: str) -> str:
 
 
 def software_versions() -> dict[str, Any]:
-    """Versions that can change a result, stored with every job."""
+    """Versions that can change a result, stored with every job.
+
+    transformers' version is read from its installed metadata: importing it costs half a second
+    in every job, and a reader job never uses it.
+    """
     import torch
-    import transformers
 
     versions: dict[str, Any] = {
         "concur": __version__,
         "python": sys.version.split()[0],
         "torch": torch.__version__,
-        "transformers": transformers.__version__,
+        "transformers": metadata.version("transformers"),
         "platform": platform.platform(),
     }
     if torch.cuda.is_available():

@@ -70,10 +70,6 @@ class MissingSourceError(ConcurError):
     """A source file that is neither found locally nor downloadable."""
 
 
-class NotRunnableError(ConcurError):
-    """An approach that is registered but cannot run in this installation."""
-
-
 class ModelUnavailableError(ConcurError):
     """Pretrained weights that cannot be loaded (offline, missing extra, bad path)."""
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import sys
 import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -33,6 +36,41 @@ def isolated_environment(monkeypatch, tmp_path):
     # honours an explicit $COLUMNS, so commands run by tests print at the width a pipe gets.
     monkeypatch.setenv("COLUMNS", str(PIPED_WIDTH))
     monkeypatch.chdir(tmp_path)
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What one `concur ...` run gave: its exit status and what it printed (as subprocess.run reports them)."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def concur(monkeypatch, capsys) -> Callable[..., Ran]:
+    """Run `concur ARGS` in this process through its entry point, `concur.cli.main`, with its error handling.
+
+    What a command prints, its exit status and its one-line errors are the same as in a
+    subprocess, without starting Python and importing the libraries again for every command;
+    tests whose point is a separate process (kills, signals, several drivers) start one.
+    """
+    from concur.cli import main
+
+    def run(*args: str, cwd: Path | None = None) -> Ran:
+        if cwd is not None:
+            monkeypatch.chdir(cwd)
+        monkeypatch.setattr(sys, "argv", ["concur", *map(str, args)])
+        capsys.readouterr()  # what earlier code of the test printed is not this command's
+        try:
+            main()
+            code = 0
+        except SystemExit as exited:
+            code = exited.code if isinstance(exited.code, int) else 0 if exited.code is None else 1
+        out, err = capsys.readouterr()
+        return Ran(code, out, err)
+
+    return run
 
 
 PEOPLE = ("Mary", "John", "Sandra", "Daniel")

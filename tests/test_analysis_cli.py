@@ -13,7 +13,6 @@ import pytest
 from scipy import stats
 
 from concur.analysis.reference import liu2023
-from tests.test_cli import concur
 from tests.test_runner import _run, _setup
 
 HUMAN = ["squad", "mrqa-newsqa", "mrqa-nq", "mrqa-drop", "mrqa-hotpotqa", "qamr"]
@@ -45,7 +44,7 @@ def kendall(first: dict[str, float], second: dict[str, float]) -> float:
     return stats.kendalltau([first[a] for a in shared], [second[a] for a in shared]).statistic
 
 
-def test_matrix_csv_contract_on_the_reference():
+def test_matrix_csv_contract_on_the_reference(concur):
     result = concur("matrix", "--results", "liu2023", "--benches", ",".join(HUMAN), "--format", "csv")
     assert result.returncode == 0, result.stderr
     rows = list(csv.reader(io.StringIO(result.stdout)))
@@ -57,7 +56,7 @@ def test_matrix_csv_contract_on_the_reference():
     assert "Kendall τ over 20 approaches" in result.stderr
 
 
-def test_matrix_families_pearson_json_and_ci():
+def test_matrix_families_pearson_json_and_ci(concur):
     args = ["matrix", "--results", "liu2023", "--benches", "downsampled", "--approaches", "pretrained", "--corr", "pearson"]
     args += ["--ci", "--resamples", "500", "--format", "json"]
     result = concur(*args)
@@ -74,7 +73,7 @@ def test_matrix_families_pearson_json_and_ci():
     assert again["ci"] == payload["ci"]  # seeded
 
 
-def test_missing_cells_are_reported_and_counted(tmp_path):
+def test_missing_cells_are_reported_and_counted(concur, tmp_path):
     mine = tmp_path / "mine.csv"
     # a new approach, run locally on two of the six benchmarks only
     mine.write_text("approach,benchmark,hparam_id,seed,em,f1\nminilm-l6,squad,0,0,70.5,80.1\nminilm-l6,qamr,0,0,55.0,66.0\n")
@@ -91,7 +90,7 @@ def test_missing_cells_are_reported_and_counted(tmp_path):
     assert "(n=20)" in table.stdout and "(n=21)" in table.stdout
 
 
-def test_later_results_replace_cells_and_say_so(tmp_path):
+def test_later_results_replace_cells_and_say_so(concur, tmp_path):
     mine = tmp_path / "mine.csv"
     mine.write_text("approach,benchmark,em\nbidaf,squad,99.0\n")
     result = concur("results", "--results", "liu2023", "--results", str(mine))
@@ -101,7 +100,7 @@ def test_later_results_replace_cells_and_say_so(tmp_path):
     assert [row["em"] for row in rows] == ["99.0"]
 
 
-def test_store_results_from_a_real_job(tmp_path, tiny_registry):
+def test_store_results_from_a_real_job(concur, tmp_path, tiny_registry):
     spec, bench, workspace, store = _setup(tmp_path, tiny_registry)
     outcome = _run(spec, bench, workspace, store)
     result = concur("--runs-dir", str(workspace.root), "results", "--results", "store")
@@ -114,7 +113,7 @@ def test_store_results_from_a_real_job(tmp_path, tiny_registry):
     assert empty.returncode == 2 and "no results store at" in empty.stderr and "--runs-dir" in empty.stderr
 
 
-def test_bad_names_get_the_closest_valid_one():
+def test_bad_names_get_the_closest_valid_one(concur):
     typo = concur("matrix", "--results", "liu2032")
     assert typo.returncode == 2 and "unknown results source 'liu2032'; did you mean 'liu2023'?" in typo.stderr
     bench = concur("matrix", "--results", "liu2023", "--benches", "squad,mrqa-newsq")
@@ -123,7 +122,7 @@ def test_bad_names_get_the_closest_valid_one():
     assert single.returncode == 2 and "at least two benchmarks" in single.stderr
 
 
-def test_compare_prints_both_correlations_and_writes_the_scatter(tmp_path):
+def test_compare_prints_both_correlations_and_writes_the_scatter(concur, tmp_path):
     stem = tmp_path / "squad-vs-qamr"
     result = concur(
         "compare",
@@ -179,7 +178,7 @@ def test_matrix_reads_in_a_narrow_terminal_one_row_per_pair():
     assert wide[10:] == ["n = 20 approaches in every cell"]
 
 
-def test_narrow_matrix_keeps_the_cluster_order():
+def test_narrow_matrix_keeps_the_cluster_order(concur):
     args = ("matrix", "--results", "liu2023", "--benches", "human", "--order", "cluster")
     order = next(csv.reader(io.StringIO(concur(*args, "--format", "csv").stdout)))[1:]
     assert sorted(order) == sorted(HUMAN) and order != HUMAN_FAMILY_ORDER
@@ -188,7 +187,7 @@ def test_narrow_matrix_keeps_the_cluster_order():
     assert listed == [(a, b) for i, a in enumerate(order) for b in order[i + 1 :]]
 
 
-def test_small_n_is_flagged_in_every_format(tmp_path):
+def test_small_n_is_flagged_in_every_format(concur, tmp_path):
     tidy = tmp_path / "small.csv"
     tidy.write_text(SMALL_N_CSV)
     counts = tmp_path / "n.csv"
@@ -210,7 +209,7 @@ def test_small_n_is_flagged_in_every_format(tmp_path):
     assert table[-1] == "† n < 5 approaches: an unstable estimate"
 
 
-def test_compare_prints_n_and_flags_small_n(tmp_path):
+def test_compare_prints_n_and_flags_small_n(concur, tmp_path):
     tidy = tmp_path / "small.csv"
     tidy.write_text(SMALL_N_CSV)
     args = ("compare", "b1", "b2", "--results", str(tidy), "--reference", "b3", "--resamples", "200", "--plot", str(tmp_path / "s"))
@@ -230,7 +229,7 @@ def test_compare_prints_n_and_flags_small_n(tmp_path):
     assert table[9] == "† n < 5 approaches: an unstable estimate"
 
 
-def test_compare_rejects_what_is_not_two_benchmark_ids():
+def test_compare_rejects_what_is_not_two_benchmark_ids(concur):
     same = concur("compare", "squad", "squad", "--results", "liu2023")
     assert same.returncode == 2 and "compare needs different benchmarks, got squad, squad" in same.stderr
     family = concur("compare", "human", "qamr", "--results", "liu2023")

@@ -13,37 +13,15 @@ import re
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from concur.cli import common, main
-from tests.conftest import TINY_HPARAMS, toml_value
+from concur.cli import common
+from tests.conftest import TINY_HPARAMS, Ran, toml_value
 from tests.test_data_formats import SQUAD_FIXTURE
 
 BINARY = b"\x89PNG\r\n\x1a\n\x00\xff\xfe"  # what a binary file starts with: not UTF-8 at its first byte
-
-
-@dataclass(frozen=True)
-class Ran:
-    code: int
-    out: str
-    err: str
-
-
-@pytest.fixture
-def cli(monkeypatch, capsys):
-    """Run `concur ARGS` through its entry point; the exit status and what it printed."""
-
-    def run(*args: str) -> Ran:
-        monkeypatch.setattr(sys, "argv", ["concur", *args])
-        with pytest.raises(SystemExit) as exited:
-            main()
-        out, err = capsys.readouterr()
-        return Ran(exited.value.code or 0, out, err)
-
-    return run
 
 
 @pytest.fixture(autouse=True)
@@ -56,10 +34,10 @@ def crash_logs(monkeypatch, tmp_path) -> Path:
 
 def one_error(ran: Ran, *pieces: str, code: int = 2) -> str:
     """The run failed with one line holding every piece, last on stderr (after any progress notes), and no traceback."""
-    assert ran.code == code, (ran.code, ran.out, ran.err)
-    assert "Traceback" not in ran.err
-    lines = ran.err.strip().splitlines()
-    assert len([line for line in lines if line.startswith(("error:", "concur:"))]) == 1, ran.err
+    assert ran.returncode == code, (ran.returncode, ran.stdout, ran.stderr)
+    assert "Traceback" not in ran.stderr
+    lines = ran.stderr.strip().splitlines()
+    assert len([line for line in lines if line.startswith(("error:", "concur:"))]) == 1, ran.stderr
     for piece in pieces:
         assert piece in lines[-1], (piece, lines[-1])
     return lines[-1]
@@ -93,8 +71,8 @@ SELECTIONS = [
 
 
 @pytest.mark.parametrize(("args", "problem", "hint"), SELECTIONS, ids=[" ".join(case[0]) for case in SELECTIONS])
-def test_an_empty_or_unknown_selection_is_an_error_and_starts_nothing(cli, tmp_path, args, problem, hint):
-    ran = cli("--runs-dir", str(tmp_path / "runs"), *args)
+def test_an_empty_or_unknown_selection_is_an_error_and_starts_nothing(concur, tmp_path, args, problem, hint):
+    ran = concur("--runs-dir", str(tmp_path / "runs"), *args)
     one_error(ran, problem, hint)
     assert nothing_in(tmp_path / "runs") and not (tmp_path / "report").exists()
 
@@ -111,19 +89,19 @@ def test_an_empty_or_unknown_selection_is_an_error_and_starts_nothing(cli, tmp_p
         ("approaches", '"family:pretrainde"', "field 'approaches': unknown approach family 'pretrainde'; did you mean 'pretrained'?"),
     ],
 )
-def test_a_study_file_that_selects_nothing_names_its_field(cli, tmp_path, field, value, problem):
+def test_a_study_file_that_selects_nothing_names_its_field(concur, tmp_path, field, value, problem):
     fields = {"approaches": '"bidaf"', "benches": '"babi-1"', field: value}
     study = tmp_path / "empty.toml"
     study.write_text("".join(f"{key} = {text}\n" for key, text in fields.items()))
-    ran = cli("--runs-dir", str(tmp_path / "runs"), "study", "run", str(study))
+    ran = concur("--runs-dir", str(tmp_path / "runs"), "study", "run", str(study))
     one_error(ran, problem)
     assert nothing_in(tmp_path / "runs")
 
 
-def test_all_and_an_omitted_selection_still_mean_everything(cli):
-    ran = cli("matrix", "-r", "liu2023", "-b", "squad,mrqa-newsqa,babi-1", "--format", "csv")
-    assert ran.code == 0 and ran.out.count("\n") == 4  # header and three benchmarks, every approach
-    assert cli("matrix", "-r", "liu2023", "-b", "squad,mrqa-newsqa", "-a", "all", "--format", "csv").out.count("\n") == 3
+def test_all_and_an_omitted_selection_still_mean_everything(concur):
+    ran = concur("matrix", "-r", "liu2023", "-b", "squad,mrqa-newsqa,babi-1", "--format", "csv")
+    assert ran.returncode == 0 and ran.stdout.count("\n") == 4  # header and three benchmarks, every approach
+    assert concur("matrix", "-r", "liu2023", "-b", "squad,mrqa-newsqa", "-a", "all", "--format", "csv").stdout.count("\n") == 3
 
 
 # --- spec ids: they name directories, so they are checked where specs are loaded ----------------
@@ -133,27 +111,27 @@ BAD_IDS = [(".", ".."), ("..", "..."), ("a/b", "ab"), ("a b", "a b"), ("-x", "-x
 
 @pytest.mark.parametrize("kind", ["benchmarks", "approaches"])
 @pytest.mark.parametrize(("spec_id", "stem"), BAD_IDS, ids=[repr(spec_id) for spec_id, _ in BAD_IDS])
-def test_a_bad_spec_id_names_the_file_and_line(cli, tmp_path, kind, spec_id, stem):
+def test_a_bad_spec_id_names_the_file_and_line(concur, tmp_path, kind, spec_id, stem):
     directory = tmp_path / "registry" / kind
     directory.mkdir(parents=True)
     (directory / f"{stem}.toml").write_text(f'# a spec someone wrote\n\nid = "{spec_id}"\nfamily = "human"\n')
-    ran = cli("--registry", str(tmp_path / "registry"), "--runs-dir", str(tmp_path / "runs"), "run", "-a", "bidaf", "-b", "babi-1")
+    ran = concur("--registry", str(tmp_path / "registry"), "--runs-dir", str(tmp_path / "runs"), "run", "-a", "bidaf", "-b", "babi-1")
     one_error(ran, f"{stem}.toml, line 3, field 'id': {spec_id!r} is not a valid id", "starts with a letter or digit")
     assert nothing_in(tmp_path / "runs")
 
 
 @pytest.mark.parametrize("stem", [".", "..", "-y", " spaced"])
-def test_a_bad_id_from_the_file_name_names_the_file(cli, tmp_path, stem):
+def test_a_bad_id_from_the_file_name_names_the_file(concur, tmp_path, stem):
     directory = tmp_path / "registry" / "benchmarks"
     directory.mkdir(parents=True)
     (directory / f"{stem}.toml").write_text('family = "human"\n')
-    ran = cli("--registry", str(tmp_path / "registry"), "benches")
+    ran = concur("--registry", str(tmp_path / "registry"), "benches")
     one_error(ran, f"{stem}.toml: the file name gives the id {stem!r}, which is not valid: rename the file")
 
 
 @pytest.mark.parametrize("name", ["a/b", "..", "-x"])
-def test_compare_refuses_ids_that_would_be_paths(cli, tmp_path, name):
-    ran = cli("--runs-dir", str(tmp_path / "runs"), "compare", "-r", "liu2023", "--", name, "squad")
+def test_compare_refuses_ids_that_would_be_paths(concur, tmp_path, name):
+    ran = concur("--runs-dir", str(tmp_path / "runs"), "compare", "-r", "liu2023", "--", name, "squad")
     one_error(ran, f"compare takes benchmark ids: {name!r} is not a valid id")
     assert nothing_in(tmp_path / "runs")
 
@@ -186,10 +164,10 @@ def _toml_target(tmp_path: Path, where: str, content: bytes) -> tuple[Path, list
 
 @pytest.mark.parametrize("where", ["benchmarks", "approaches", "study", "recipe"])
 @pytest.mark.parametrize("damage", list(TOML_DAMAGE))
-def test_a_damaged_toml_file_is_one_line_with_its_position(cli, tmp_path, where, damage):
+def test_a_damaged_toml_file_is_one_line_with_its_position(concur, tmp_path, where, damage):
     content, problem = TOML_DAMAGE[damage]
     path, args = _toml_target(tmp_path, where, content)
-    ran = cli("--runs-dir", str(tmp_path / "runs"), *args)
+    ran = concur("--runs-dir", str(tmp_path / "runs"), *args)
     one_error(ran, f"{path}{problem}")
     assert nothing_in(tmp_path / "runs") and not (tmp_path / "report").exists()
 
@@ -210,14 +188,14 @@ SPACES = [
 
 
 @pytest.mark.parametrize(("name", "entry", "problem"), SPACES, ids=[entry for _, entry, _ in SPACES])
-def test_a_bad_hyperparameter_space_names_its_field(cli, tmp_path, name, entry, problem):
+def test_a_bad_hyperparameter_space_names_its_field(concur, tmp_path, name, entry, problem):
     directory = tmp_path / "registry" / "approaches"
     directory.mkdir(parents=True)
     hparams = "\n".join(f"{key} = {toml_value(value)}" for key, value in TINY_HPARAMS.items())
     text = f'id = "tiny"\nfamily = "pretrained"\nimplementation = "hf-span"\n[model]\npath = "x"\n[hparams]\n{hparams}\n'
     (directory / "tiny.toml").write_text(text + f"[space]\n{name} = {{ {entry} }}\n")
     kind = entry.split(" ")[0]
-    ran = cli("--registry", str(tmp_path / "registry"), "--runs-dir", str(tmp_path / "runs"), "run", "-a", "tiny", "-b", "babi-1")
+    ran = concur("--registry", str(tmp_path / "registry"), "--runs-dir", str(tmp_path / "runs"), "run", "-a", "tiny", "-b", "babi-1")
     one_error(ran, f"tiny.toml, field 'space.{name}.{kind}': ", problem)
     assert nothing_in(tmp_path / "runs")
 
@@ -263,20 +241,20 @@ RESULTS = [
 
 
 @pytest.mark.parametrize(("name", "content", "problem"), RESULTS, ids=[case[0] for case in RESULTS])
-def test_a_bad_results_file_names_the_file_line_and_column(cli, tmp_path, name, content, problem):
+def test_a_bad_results_file_names_the_file_line_and_column(concur, tmp_path, name, content, problem):
     path = tmp_path / name
     path.write_bytes(content if isinstance(content, bytes) else content.encode())
-    ran = cli("matrix", "-r", str(path), "--out", str(tmp_path / "matrix.csv"))
+    ran = concur("matrix", "-r", str(path), "--out", str(tmp_path / "matrix.csv"))
     one_error(ran, f"{path}{problem}")
     assert not (tmp_path / "matrix.csv").exists()
 
 
-def test_scores_that_merely_include_small_values_still_import(cli, tmp_path):
+def test_scores_that_merely_include_small_values_still_import(concur, tmp_path):
     rows = [{"approach": a, "benchmark": b, "em": em} for a, b, em in [("p", "x", 0.5), ("p", "y", 80), ("q", "x", 0.25), ("q", "y", 70)]]
     rows += [{"approach": "r", "benchmark": b, "em": 0} for b in ("x", "y")]  # a column of zeros says nothing about the scale
     (tmp_path / "small.json").write_text(json.dumps(rows))
-    ran = cli("matrix", "-r", str(tmp_path / "small.json"), "--format", "csv")
-    assert ran.code == 0, ran.err
+    ran = concur("matrix", "-r", str(tmp_path / "small.json"), "--format", "csv")
+    assert ran.returncode == 0, ran.stderr
 
 
 # --- gold without answers: refused when the benchmark is prepared (and scored) -----------------------
@@ -315,7 +293,7 @@ GOLD = [
 
 
 @pytest.mark.parametrize(("reader", "answers", "problem"), GOLD, ids=[f"{reader}-{answers}" for reader, answers, _ in GOLD])
-def test_gold_without_answers_is_refused_at_prepare_and_score(cli, tmp_path, reader, answers, problem):
+def test_gold_without_answers_is_refused_at_prepare_and_score(concur, tmp_path, reader, answers, problem):
     data = tmp_path / "data-root" / "mine"
     data.mkdir(parents=True)
     if reader == "squad":
@@ -329,11 +307,11 @@ def test_gold_without_answers_is_refused_at_prepare_and_score(cli, tmp_path, rea
     (tmp_path / "registry" / "benchmarks").mkdir(parents=True)
     (tmp_path / "registry" / "benchmarks" / "gold.toml").write_text(GOLD_BENCH.format(reader=reader, train=train, test=test))
     common_args = ["--registry", str(tmp_path / "registry"), "--runs-dir", str(tmp_path / "runs")]
-    ran = cli(*common_args, "data", "prepare", "gold", "--source-dir", str(tmp_path / "data-root"))
+    ran = concur(*common_args, "data", "prepare", "gold", "--source-dir", str(tmp_path / "data-root"))
     one_error(ran, f"{data / test}", problem)
     assert not (tmp_path / "runs" / "data" / "gold").exists()
     (tmp_path / "pred.json").write_text(json.dumps({"a": "Normandy", "q1": "France"}))
-    one_error(cli("score", str(data / test), str(tmp_path / "pred.json")), f"{data / test}", problem)
+    one_error(concur("score", str(data / test), str(tmp_path / "pred.json")), f"{data / test}", problem)
 
 
 # --- what is not the user's fault: one line, the traceback in a log ---------------------------------
@@ -343,9 +321,9 @@ def _boom(self):
     raise RuntimeError("boom\nsecond line")
 
 
-def test_an_unexpected_error_is_one_line_naming_its_log(cli, monkeypatch, crash_logs):
+def test_an_unexpected_error_is_one_line_naming_its_log(concur, monkeypatch, crash_logs):
     monkeypatch.setattr(common.Settings, "registry", _boom)
-    line = one_error(cli("benches"), "concur: unexpected error: RuntimeError: boom; the traceback is in ", code=1)
+    line = one_error(concur("benches"), "concur: unexpected error: RuntimeError: boom; the traceback is in ", code=1)
     log = Path(re.fullmatch(r".*the traceback is in (\S+) \(rerun with --debug to print it\)", line)[1])
     assert log.parent == crash_logs and re.fullmatch(r"crash-\d{8}-\d{6}-\d+\.log", log.name)
     text = log.read_text()
@@ -354,22 +332,22 @@ def test_an_unexpected_error_is_one_line_naming_its_log(cli, monkeypatch, crash_
 
 
 @pytest.mark.parametrize("switch", ["--debug", "CONCUR_DEBUG=1"])
-def test_debug_prints_the_traceback_instead(cli, monkeypatch, crash_logs, switch):
+def test_debug_prints_the_traceback_instead(concur, monkeypatch, crash_logs, switch):
     monkeypatch.setattr(common.Settings, "registry", _boom)
     if switch.startswith("CONCUR_DEBUG"):
         monkeypatch.setenv("CONCUR_DEBUG", "1")
-    ran = cli(*([switch] if switch.startswith("--") else []), "benches")
-    assert ran.code == 1 and "Traceback (most recent call last)" in ran.err and "in _boom" in ran.err
-    assert ran.err.strip().splitlines()[-1] == "concur: unexpected error: RuntimeError: boom; the traceback is above"
+    ran = concur(*([switch] if switch.startswith("--") else []), "benches")
+    assert ran.returncode == 1 and "Traceback (most recent call last)" in ran.stderr and "in _boom" in ran.stderr
+    assert ran.stderr.strip().splitlines()[-1] == "concur: unexpected error: RuntimeError: boom; the traceback is above"
     assert not crash_logs.exists()
 
 
-def test_the_log_falls_back_to_the_temp_dir(cli, monkeypatch, tmp_path):
+def test_the_log_falls_back_to_the_temp_dir(concur, monkeypatch, tmp_path):
     (tmp_path / "not-a-dir").write_text("")
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "not-a-dir"))
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setattr(common.Settings, "registry", _boom)
-    line = one_error(cli("benches"), f"the traceback is in {tmp_path / 'concur-logs'}/crash-", code=1)
+    line = one_error(concur("benches"), f"the traceback is in {tmp_path / 'concur-logs'}/crash-", code=1)
     assert "RuntimeError: boom" in Path(line.split(" is in ")[1].split(" ")[0]).read_text()
 
 
@@ -384,17 +362,17 @@ def test_the_log_falls_back_to_the_temp_dir(cli, monkeypatch, tmp_path):
         (OSError(errno.EROFS, "Read-only file system"), "error: cannot write a file: Read-only file system"),
     ],
 )
-def test_an_os_error_is_one_line_naming_the_path(cli, monkeypatch, error, message):
+def test_an_os_error_is_one_line_naming_the_path(concur, monkeypatch, error, message):
     def fail(self):
         raise error
 
     monkeypatch.setattr(common.Settings, "registry", fail)
-    assert one_error(cli("benches"), message) == message
+    assert one_error(concur("benches"), message) == message
 
 
-def test_a_real_unwritable_output_is_one_line(cli, tmp_path):
+def test_a_real_unwritable_output_is_one_line(concur, tmp_path):
     (tmp_path / "blocker").write_text("a file where a directory should be")
-    ran = cli("matrix", "-r", "liu2023", "-b", "squad,mrqa-newsqa", "--format", "csv", "--out", str(tmp_path / "blocker" / "m.csv"))
+    ran = concur("matrix", "-r", "liu2023", "-b", "squad,mrqa-newsqa", "--format", "csv", "--out", str(tmp_path / "blocker" / "m.csv"))
     one_error(ran, f"error: cannot access {tmp_path / 'blocker'}")
 
 

@@ -17,7 +17,6 @@ from concur.errors import SpecError
 from concur.registry import default_registry
 from concur.registry.specs import SplitSizes
 from tests.conftest import SHARED_DATA, shared_file, user_benchmark, write_babi_like
-from tests.test_cli import concur
 
 # id: (source file under ../shared/data, its questions, its carve units: distinct passages or articles)
 CARVED = {
@@ -135,7 +134,7 @@ def test_bad_carve_sizes_are_spec_errors(tmp_path, by, fraction, sizes, field, p
     assert caught.value.field == field
 
 
-def test_benches_shows_offline_availability(tmp_path, monkeypatch):
+def test_benches_shows_offline_availability(concur, tmp_path, monkeypatch):
     root, runs = tmp_path / "root", tmp_path / "runs"
     (root / "squadshifts").mkdir(parents=True)
     with gzip.open(root / "squadshifts" / "new_wiki_v1.0.json.gz", "wt") as handle:  # found as its gzip copy
@@ -190,7 +189,7 @@ def test_benches_shows_offline_availability(tmp_path, monkeypatch):
     monkeypatch.setenv("CONCUR_DATA_ROOT", str(root))  # the same lookup without --source-dir
     monkeypatch.setenv("COLUMNS", "400")  # one line per row
     table = concur(*common, "benches", "--family", "human").stdout
-    rows = {line.split("│")[1].strip(): line.split("│")[5].strip() for line in table.splitlines() if line.count("│") == 7}
+    rows = {line.split("│")[1].strip(): line.split("│")[4].strip() for line in table.splitlines() if line.count("│") == 6}
     assert {bench_id: rows[bench_id] for bench_id in expected if bench_id in rows} == {
         bench_id: value for bench_id, value in expected.items() if bench_id.startswith(("squad", "qamr"))
     }

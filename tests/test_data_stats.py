@@ -7,7 +7,6 @@ import pytest
 from concur.data.model import DetectedAnswer, Passage, Question, Split
 from concur.data.stats import split_stats
 from tests.conftest import SHARED_DATA, shared_file
-from tests.test_cli import concur
 
 
 def small_split() -> Split:
@@ -48,7 +47,7 @@ def test_split_stats_of_an_empty_split_are_zero():
     }
 
 
-def test_data_stats_command_on_real_babi(tmp_path):
+def test_data_stats_command_on_real_babi(concur, tmp_path):
     shared_file("babi")
     runs = str(tmp_path / "runs")
     result = concur("--runs-dir", runs, "data", "stats", "babi-1", "--format", "json", "--source-dir", str(SHARED_DATA))
@@ -65,7 +64,7 @@ def test_data_stats_command_on_real_babi(tmp_path):
     assert unknown.returncode == 2 and "unknown benchmark 'babi-01'" in unknown.stderr
 
 
-def test_stats_of_a_test_only_set_read_only_its_own_source_and_write_nothing(tmp_path):
+def test_stats_of_a_test_only_set_read_only_its_own_source_and_write_nothing(concur, tmp_path):
     real = shared_file("squadshifts/new_wiki_v1.0.json.gz")  # the locator accepts a gzipped copy
     sources = tmp_path / "sources"  # holds the shift set only: SQuAD train, the benchmark's train source, is absent
     (sources / "squadshifts").mkdir(parents=True)
@@ -125,7 +124,7 @@ def test_sampled_examples_are_seeded_in_split_order_and_show_their_span():
     assert any([e.qid for e in sample_examples(split, 2, seed)] != qids for seed in range(1, 10))  # seeds differ
 
 
-def test_data_show_prints_examples_of_real_babi(tmp_path):
+def test_data_show_prints_examples_of_real_babi(concur, tmp_path):
     shared_file("babi")
     runs = str(tmp_path / "runs")
     shown = concur("--runs-dir", runs, "data", "show", "babi-1", "-n", "2", "--format", "json", "--source-dir", str(SHARED_DATA))

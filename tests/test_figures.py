@@ -22,7 +22,6 @@ from concur.recipes.run import run_recipe
 from concur.recipes.spec import load_recipe, recipe_paths
 from concur.registry import default_registry
 from tests.conftest import REPO
-from tests.test_cli import concur
 
 ANALYSIS = REPO / "analysis"
 
@@ -139,7 +138,7 @@ OWN_EM = {  # six approaches of one's own on carved benchmarks; f has no babi-1 
 }
 
 
-def test_reference_picks_the_benchmark_ones_own_results_compare_with(tmp_path):
+def test_reference_picks_the_benchmark_ones_own_results_compare_with(concur, tmp_path):
     mine = tmp_path / "mine.csv"
     rows = [f"{approach},{bench},{value}" for bench, values in OWN_EM.items() for approach, value in zip("abcdef", values)]
     mine.write_text("approach,benchmark,em\n" + "\n".join(rows) + "\n")
@@ -169,7 +168,7 @@ def test_reference_picks_the_benchmark_ones_own_results_compare_with(tmp_path):
     assert "3 drawn, 1 skipped, 0 failed" in result.stderr
 
 
-def test_small_n_is_flagged_in_tables_and_panels(tmp_path):
+def test_small_n_is_flagged_in_tables_and_panels(concur, tmp_path):
     mine = tmp_path / "four.csv"
     mine.write_text(
         "approach,benchmark,em\n"
@@ -185,7 +184,7 @@ def test_small_n_is_flagged_in_tables_and_panels(tmp_path):
     assert panels(out, "figure2")[0]["small_n"] == "True"
 
 
-def test_figures_draws_what_it_can_skips_missing_data_and_fails_only_on_real_failures(tmp_path):
+def test_figures_draws_what_it_can_skips_missing_data_and_fails_only_on_real_failures(concur, tmp_path):
     recipes = tmp_path / "recipes"
     recipes.mkdir()
     shutil.copy(ANALYSIS / "table1.toml", recipes / "a-table1.toml")
@@ -244,7 +243,7 @@ def test_table_recipe_rows_must_be_benchmark_ids(tmp_path):
         load_recipe(recipe)
 
 
-def test_figures_writes_each_recipes_files_and_the_babi_counts(tmp_path):
+def test_figures_writes_each_recipes_files_and_the_babi_counts(concur, tmp_path):
     out = tmp_path / "figures"
     recipes = [str(ANALYSIS / "table1.toml"), str(ANALYSIS / "babi-perfect-or-chance.toml")]
     result = concur("figures", *recipes, "--results", "liu2023", "--out-dir", str(out))
@@ -263,7 +262,7 @@ def test_figures_writes_each_recipes_files_and_the_babi_counts(tmp_path):
     assert int(counts["babi-1"]["perfect"]) == sum(em >= 95 for em in babi1) == 18
 
 
-def test_a_recipe_the_results_cannot_draw_is_skipped_not_failed(tmp_path):
+def test_a_recipe_the_results_cannot_draw_is_skipped_not_failed(concur, tmp_path):
     mine = tmp_path / "one.csv"
     mine.write_text("approach,benchmark,em\na,squad,50\nb,squad,60\nc,squad,70\n")
     result = concur("figures", str(ANALYSIS / "table1.toml"), "--results", str(mine), "--out-dir", str(tmp_path / "out"))

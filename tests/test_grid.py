@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from concur.errors import ConcurError, NotRunnableError, UnknownNameError
+from concur.errors import ConcurError, UnknownNameError
 from concur.registry import default_registry
 from concur.runner.grid import GridRequest, expand_grid, select_benchmarks
 from concur.runner.hparams import hparam_settings
@@ -74,16 +74,6 @@ def test_a_space_that_draws_invalid_values_is_refused_with_the_file(tmp_path):
         ConcurError, match=r"leaky-bidaf.*leaky-bidaf.toml.*setting 1 drawn from \[space\]: dropout = 1\.\d+ must be in \[0, 1\)"
     ):
         expand_grid(registry, GridRequest("leaky-bidaf", "squad", hparams=2))
-
-
-def test_planned_approaches_are_refused(tmp_path):
-    (tmp_path / "approaches").mkdir()
-    (tmp_path / "approaches" / "someday.toml").write_text(
-        'id = "someday"\nfamily = "pretrained"\nimplementation = "someday"\nstatus = "planned"\n'
-        'planned_note = "weights not released"\n[hparams]\n'
-    )
-    with pytest.raises(NotRunnableError, match="weights not released"):
-        expand_grid(default_registry([tmp_path]), GridRequest("someday", "squad"))
 
 
 def test_drawing_settings_needs_a_space(tmp_path, tiny_registry):

@@ -92,7 +92,7 @@ def make_spec(tmp_path: Path, model: dict[str, Any], **hparams: Any) -> Approach
 
 def run_context(tmp_path: Path, lines: list[str] | None = None, seed: int = 0, **options: Any) -> RunContext:
     log = lines.append if lines is not None else (lambda line: None)
-    return RunContext(device="cpu", seed=seed, log=log, work_dir=tmp_path, **options)
+    return RunContext(device="cpu", seed=seed, log=log, **options)
 
 
 # --- loading -------------------------------------------------------------------------------

@@ -49,7 +49,7 @@ def _small_bidaf(model: dict | None = None):
 
 
 def _context(tmp_path: Path, lines: list[str], model_path: Path | None = None) -> RunContext:
-    return RunContext(device="cpu", seed=0, log=lines.append, work_dir=tmp_path, model_path=model_path)
+    return RunContext(device="cpu", seed=0, log=lines.append, model_path=model_path)
 
 
 def test_bidaf_learns_babi_like_stories_and_records_its_inputs(tmp_path):

@@ -76,7 +76,7 @@ def test_dropout_is_variational_and_off_in_eval(data):
 
 def test_spec_validates_and_names_the_paper_settings():
     spec = default_registry().approach("bidaf-pp")
-    assert spec.runnable and spec.implementation == "bidaf-pp"
+    assert spec.implementation == "bidaf-pp"
     hp = build_hparams(spec.implementation, spec.hparams)
     assert hp.problem() is None
     assert (hp.optimizer, hp.learning_rate, hp.batch_size, hp.ema_decay, hp.max_answer_length) == ("adadelta", 1.0, 45, 0.999, 17)

@@ -153,7 +153,7 @@ def test_a_few_dozen_steps_fit_eight_examples():
 @pytest.mark.parametrize("approach_id, linguistic", [("docreader", True), ("docreader-nofeat", False)])
 def test_specs_validate(approach_id, linguistic):
     spec = default_registry().approach(approach_id)
-    assert spec.status == "ready" and spec.implementation == "docreader"
+    assert spec.implementation == "docreader"
     hp = DocReaderHParams(**spec.hparams)
     assert hp.problem() is None
     assert (hp.hidden_size, hp.layers, hp.tune_top_k, hp.max_answer_length, hp.batch_size) == (128, 3, 1000, 15, 32)
@@ -177,7 +177,7 @@ def small_hparams(approach_id: str) -> dict:
 
 
 def context(tmp_path: Path, lines: list[str]) -> RunContext:
-    return RunContext(device="cpu", seed=0, log=lines.append, work_dir=tmp_path)
+    return RunContext(device="cpu", seed=0, log=lines.append)
 
 
 @pytest.fixture(scope="module")

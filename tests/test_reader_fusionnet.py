@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -100,7 +99,7 @@ def test_fully_aware_attention_scores_relu_u_x_d_relu_u_y():
 @pytest.mark.parametrize("approach_id", [APPROACH, f"{APPROACH}-nofeat"])
 def test_the_specs_validate(approach_id):
     spec = default_registry().approach(approach_id)
-    assert spec.runnable and spec.implementation == "fusionnet"
+    assert spec.implementation == "fusionnet"
     hp = build_hparams(spec.implementation, spec.hparams)
     assert hp.problem() is None and hp.cove_layers >= 1
     assert spec.model["linguistic_features"] is (approach_id == APPROACH)
@@ -117,7 +116,7 @@ def test_with_features_trains_and_answers_every_question_of_real_babi(tmp_path, 
     spec = dataclasses.replace(spec, model={**spec.model, "spacy_pipeline": str(pipeline), "offline_vectors": "random", "word_dim": 8})
     approach = build_approach(spec, {**spec.hparams, **SMALL, "epochs": 2.0, "batch_size": 8})
     lines: list[str] = []
-    context = RunContext(device="cpu", seed=0, log=lines.append, work_dir=Path(tmp_path))
+    context = RunContext(device="cpu", seed=0, log=lines.append)
     report = approach.train(train, context)
     assert report.train_questions == 24 and report.details["tagger"].startswith("en_babi_rules")
     assert approach._model.linguistic and approach._model.pos_embedding.num_embeddings > 2

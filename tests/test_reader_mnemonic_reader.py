@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -110,7 +109,7 @@ def test_sfu_keeps_the_input_where_the_gate_is_closed():
 @pytest.mark.parametrize("approach_id", [APPROACH, f"{APPROACH}-nofeat"])
 def test_the_specs_validate(approach_id):
     spec = default_registry().approach(approach_id)
-    assert spec.runnable and spec.implementation == "mnemonic-reader"
+    assert spec.implementation == "mnemonic-reader"
     hp = build_hparams(spec.implementation, spec.hparams)
     assert hp.problem() is None and hp.hops >= 1 and hp.reattention_gamma >= 0
     assert spec.model["linguistic_features"] is (approach_id == APPROACH)
@@ -127,7 +126,7 @@ def test_with_features_trains_and_answers_every_question_of_real_babi(tmp_path, 
     spec = dataclasses.replace(spec, model={**spec.model, "spacy_pipeline": str(pipeline), "offline_vectors": "random", "word_dim": 8})
     approach = build_approach(spec, {**spec.hparams, **SMALL, "epochs": 2.0, "batch_size": 8})
     lines: list[str] = []
-    context = RunContext(device="cpu", seed=0, log=lines.append, work_dir=Path(tmp_path))
+    context = RunContext(device="cpu", seed=0, log=lines.append)
     report = approach.train(train, context)
     assert report.train_questions == 24 and report.details["tagger"].startswith("en_babi_rules")
     assert approach._model.linguistic and approach._model.pos_embedding.num_embeddings > 2

@@ -12,7 +12,6 @@ from concur.data.mrqa import read_mrqa
 from concur.registry import default_registry
 from tests.conftest import toml_value
 from tests.spacy_pipeline import build_babi_pipeline
-from tests.test_cli import concur
 
 pytest.importorskip("spacy", reason="spaCy is not installed (pip install 'concur[features]'); tagging needs it")
 
@@ -51,7 +50,7 @@ def test_annotate_tags_each_distinct_text_once_and_a_rerun_tags_nothing(tmp_path
     assert "│ 300 " in row and "│ 0 " in row
 
 
-def test_annotate_refuses_approaches_without_features(tmp_path, tiny_registry):
+def test_annotate_refuses_approaches_without_features(concur, tmp_path, tiny_registry):
     result = concur("--registry", str(tiny_registry), "--runs-dir", str(tmp_path / "runs"), "data", "annotate", "tiny-babi", "-a", "bidaf")
     assert result.returncode == 2
     assert "none of the approaches bidaf uses linguistic features; nothing to annotate" in " ".join(result.stderr.split())

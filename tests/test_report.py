@@ -32,7 +32,6 @@ from concur.runner.store import Store
 from concur.runner.study import load_study, plan_study
 from concur.workspace import Workspace
 from tests.conftest import REPO
-from tests.test_cli import concur
 
 APPROACHES = ["rasor", "bidaf", "docreader", "bert-base", "roberta-base"]
 BENCHES = ["squad", "qamr", "babi-1"]
@@ -238,7 +237,7 @@ def test_a_failed_build_leaves_the_previous_report_whole(tmp_path):
     assert sorted(path.name for path in out.iterdir()) == [FILES_DIR, INDEX]  # the staging directory is gone
 
 
-def test_the_page_is_readable_by_others_as_a_plain_file_would_be(tmp_path, toy_runs):
+def test_the_page_is_readable_by_others_as_a_plain_file_would_be(concur, tmp_path, toy_runs):
     previous = os.umask(0o022)
     try:
         made = concur(
@@ -284,7 +283,7 @@ def test_study_results_are_described_from_the_studys_own_jobs(tmp_path, tiny_reg
     assert "2: 2 done" in index.read_text(encoding="utf-8")
 
 
-def test_bad_inputs_give_the_same_one_line_errors_as_matrix(tmp_path):
+def test_bad_inputs_give_the_same_one_line_errors_as_matrix(concur, tmp_path):
     for bad in (
         ["--results", "liu2032"],
         ["--results", "liu2023", "--benches", "squad,qamrr"],
@@ -300,7 +299,7 @@ def test_bad_inputs_give_the_same_one_line_errors_as_matrix(tmp_path):
     assert clash.returncode == 2 and "is a file; the report needs a directory" in clash.stderr
 
 
-def test_reference_replaces_each_recipes_own(tmp_path):
+def test_reference_replaces_each_recipes_own(concur, tmp_path):
     out = tmp_path / "report"
     made = concur(
         "report", "--results", "liu2023", "--benches", "human", "--reference", "mrqa-nq",
@@ -374,7 +373,7 @@ def matrix_cell(browser, table: str, row: str, column: str):
     return browser.find_element(By.CSS_SELECTOR, f'#{table} tr[data-bench="{row}"] td[data-bench="{column}"]')
 
 
-def test_published_report_in_a_real_browser(tmp_path, browser):
+def test_published_report_in_a_real_browser(concur, tmp_path, browser):
     from selenium.webdriver.common.by import By
 
     benches = ["squad", "mrqa-newsqa", "mrqa-nq", "qamr", "babi-1"]
@@ -405,7 +404,7 @@ def test_published_report_in_a_real_browser(tmp_path, browser):
     assert any(item.get_attribute("data-kind") == "downsampling" and "needs at least" in item.text for item in skipped)
 
 
-def test_store_report_in_a_real_browser(tmp_path, toy_runs, browser):
+def test_store_report_in_a_real_browser(concur, tmp_path, toy_runs, browser):
     from selenium.webdriver.common.by import By
 
     out = tmp_path / "mine"

@@ -23,6 +23,7 @@ from tests.conftest import TINY_HPARAMS, write_tiny_approach
 
 REPO = Path(__file__).resolve().parents[1]
 WAIT_SECONDS = 180
+pytestmark = pytest.mark.xdist_group("slurm")  # one Slurm cluster: its tests run one after another, in one worker
 
 
 @pytest.fixture(scope="module")

@@ -63,7 +63,7 @@ def sgd_plan(
 
 def context(tmp_path: Path, lines: list[str] | None = None, per_device: int | None = None) -> RunContext:
     log = lines.append if lines is not None else (lambda line: None)
-    return RunContext(device="cpu", seed=0, log=log, work_dir=tmp_path, per_device_batch_size=per_device)
+    return RunContext(device="cpu", seed=0, log=log, per_device_batch_size=per_device)
 
 
 def weights(model: nn.Module) -> torch.Tensor:

@@ -95,11 +95,6 @@ def read_tidy_csv(path: Path) -> pd.DataFrame:
     return tidy_frame(frame, str(path), first_line=CSV_FIRST_DATA_LINE, imported=True)
 
 
-def empty_tidy() -> pd.DataFrame:
-    """A tidy table with no rows (and the right dtypes)."""
-    return tidy_frame(pd.DataFrame({column: [] for column in TIDY_COLUMNS}), "empty table")
-
-
 def _flat_row(path: Path, line: int, index: int, entry: Any) -> dict[str, Any]:
     """One JSON results entry: an object whose values are numbers, text or null (nothing nested)."""
     if not isinstance(entry, dict):

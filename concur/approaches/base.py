@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from concur.components import resolve
-from concur.errors import NotRunnableError
 from concur.registry.hparams import build_hparams
 from concur.registry.specs import ApproachSpec
 
@@ -25,7 +24,6 @@ class RunContext:
     device: str  # "cpu" or "cuda[:N]", as resolved by concur.devices
     seed: int
     log: Callable[[str], None]  # one line to the job's log file (and the console)
-    work_dir: Path  # scratch space inside the job directory
     per_device_batch_size: int | None = None  # cap on examples per forward pass (memory only)
     model_path: Path | None = None  # local weights that replace the spec's model location
     cache_dir: Path | None = None  # the workspace's cache, shared by jobs (e.g. token annotations)
@@ -50,15 +48,7 @@ class Approach(Protocol):
     def predict(self, test: Any, context: RunContext) -> dict[str, str]: ...
 
 
-def ensure_runnable(spec: ApproachSpec) -> None:
-    """Fail, with the spec's explanation, for an approach that is registered but planned."""
-    if not spec.runnable:
-        reason = spec.planned_note or "its spec has status = 'planned'"
-        raise NotRunnableError(f"approach {spec.id!r} is registered but cannot run yet: {reason}")
-
-
 def build_approach(spec: ApproachSpec, hparams: dict[str, Any]) -> Approach:
     """Instantiate the spec's implementation with `hparams` (a validated table)."""
-    ensure_runnable(spec)
     cls = resolve("approach", spec.implementation).approach_class()
     return cls(spec, build_hparams(spec.implementation, hparams))

@@ -18,6 +18,7 @@ from concur.cli.common import (
     Settings,
     debug_enabled,
     err,
+    fit_output_width,
     is_environment_error,
     log_to_terminal,
     os_error_message,
@@ -73,6 +74,7 @@ def root(
     debug: bool = typer.Option(False, "--debug", envvar=DEBUG_ENV, help="Print an unexpected error's traceback instead of logging it."),
 ) -> None:
     set_debug(debug)
+    fit_output_width()
     log_to_terminal()
     ctx.obj = Settings(registry_dirs=list(registry), runs_dir=runs_dir)
 

@@ -37,8 +37,6 @@ UNBOUNDED_WIDTH = 1_000_000  # room to measure a table's natural width
 ERROR_WIDTH = 80  # characters of a job's error shown in a table cell
 
 out = Console(highlight=False)
-if not out.is_terminal and "COLUMNS" not in os.environ:  # an explicit $COLUMNS still sets the width
-    out = Console(highlight=False, width=PIPED_WIDTH)
 err = STDERR
 
 DEBUG_ENV = "CONCUR_DEBUG"  # 1: an unexpected error prints its traceback (as --debug)
@@ -56,6 +54,19 @@ _debug_flag = False  # set by the root command's --debug; read by `concur.cli.ma
 class Format(StrEnum):
     table = "table"
     json = "json"
+
+
+def fit_output_width() -> None:
+    """Set stdout's width for this command: $COLUMNS when given, else the terminal's, else `PIPED_WIDTH`.
+
+    Read per command rather than when the module is imported, so that a command run in-process
+    (tests, notebooks) follows the environment and stdout of its own call.
+    """
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit():
+        out.width = int(columns)
+    else:
+        out.width = None if out.is_terminal else PIPED_WIDTH  # type: ignore[assignment]  # None: rich measures the terminal
 
 
 @dataclass

@@ -33,8 +33,8 @@ def benches(
     if output is Format.json:
         print_json(records)
         return
-    rows = [[r["id"], r["family"], r["status"], r["data"], r["offline"], _origin(r)] for r in records]
-    print_table(f"{len(records)} benchmarks", ["id", "family", "status", "data", "offline", "source files"], rows)
+    rows = [[r["id"], r["family"], r["data"], r["offline"], _origin(r)] for r in records]
+    print_table(f"{len(records)} benchmarks", ["id", "family", "data", "offline", "source files"], rows)
 
 
 def _origin(record: dict[str, Any]) -> str:
@@ -52,7 +52,6 @@ def _bench_record(spec: BenchmarkSpec, locator: SourceLocator, data_dir: Path) -
         "id": spec.id,
         "name": spec.name,
         "family": spec.family,
-        "status": "ready",
         "data": found.data,
         "offline": found.offline,
         "source": {
@@ -69,7 +68,7 @@ def approaches(
     family: str | None = typer.Option(None, "--family", help=f"Only this family: {', '.join(APPROACH_FAMILIES)}."),
     output: Format = typer.Option(Format.table, "--format", help="table or json"),
 ) -> None:
-    """List the registered approaches; planned ones say why they cannot run yet."""
+    """List the registered approaches: family, implementation and model."""
     if family is not None and family not in APPROACH_FAMILIES:
         raise UnknownNameError("approach family", family, APPROACH_FAMILIES)
     records = []
@@ -81,15 +80,13 @@ def approaches(
                     "id": spec.id,
                     "name": spec.name,
                     "family": spec.family,
-                    "status": spec.status,
                     "implementation": spec.implementation,
                     "model": model,
-                    "message": spec.planned_note if not spec.runnable else "",
                     "spec_file": str(spec.file),
                 }
             )
     if output is Format.json:
         print_json(records)
         return
-    rows = [[r["id"], r["family"], r["status"], r["implementation"], r["model"], r["message"]] for r in records]
-    print_table(f"{len(records)} approaches", ["id", "family", "status", "implementation", "model", "note"], rows)
+    rows = [[r["id"], r["family"], r["implementation"], r["model"]] for r in records]
+    print_table(f"{len(records)} approaches", ["id", "family", "implementation", "model"], rows)

@@ -46,7 +46,6 @@ from concur.data.model import DetectedAnswer, Passage, Question, Span, Split
 from concur.errors import ConcurError
 
 DATASET = "WikidataSyntheticQA"
-ROLES = ("subject", "predicate", "object")
 SUBJECT, PREDICATE, OBJECT = range(3)
 
 

@@ -22,7 +22,6 @@ from concur.registry.tables import DESCRIPTIVE_KEYS, Table, content_hash
 
 BENCHMARK_FAMILIES = ("human", "downsampled", "cloze", "synthetic")
 APPROACH_FAMILIES = ("pretrained", "non-pretrained")
-APPROACH_STATUSES = ("ready", "planned")
 SPACE_KINDS = ("log_uniform", "uniform", "int_uniform", "choice")
 CARVE_UNITS = ("context", "article")  # what a carve keeps whole on one side: a passage, or a whole article
 
@@ -152,19 +151,13 @@ class ApproachSpec:
     family: str
     file: Path
     implementation: str
-    status: str
     model: dict[str, Any]
     hparams: dict[str, Any]
     space: dict[str, Any]
     resources: Resources
     citation: str = ""
     description: str = ""
-    planned_note: str = ""
     data: dict[str, Any] = field(default_factory=dict, repr=False)
-
-    @property
-    def runnable(self) -> bool:
-        return self.status == "ready"
 
     @property
     def spec_hash(self) -> str:
@@ -343,20 +336,18 @@ def _split_plan(top: Table, split: str, sources: dict[str, SourceFile], carve: C
 
 
 def parse_approach(data: dict[str, Any], path: Path) -> ApproachSpec:
-    """Validate an approach table; a ready approach's hparams are checked by its implementation."""
+    """Validate an approach table; its hparams are checked by its implementation."""
     top = Table(data, path)
-    top.reject_unknown(_COMMON_KEYS | {"extends", "implementation", "status", "planned_note", "model", "hparams", "space", "resources"})
+    top.reject_unknown(_COMMON_KEYS | {"extends", "implementation", "model", "hparams", "space", "resources"})
     approach_id = top.get("id", str, required=True)
     family = top.choice("family", APPROACH_FAMILIES)
-    status = top.choice("status", APPROACH_STATUSES, "ready")
     implementation = top.get("implementation", str, required=True)
     hparams = top.get("hparams", dict, required=True)
-    if status == "ready":
-        _component(top, "implementation", "approach")
-        problem = hparams_problem(implementation, hparams)
-        if problem:
-            key, message = problem
-            raise SpecError(path, f"hparams.{key}" if key else "hparams", message)
+    _component(top, "implementation", "approach")
+    problem = hparams_problem(implementation, hparams)
+    if problem:
+        key, message = problem
+        raise SpecError(path, f"hparams.{key}" if key else "hparams", message)
     space = top.table("space") or Table({}, path, "space.")
     for name in space.data:
         _check_space_entry(space, name, hparams)
@@ -366,14 +357,12 @@ def parse_approach(data: dict[str, Any], path: Path) -> ApproachSpec:
         family=family,
         file=path,
         implementation=implementation,
-        status=status,
         model=top.get("model", dict, {}),
         hparams=hparams,
         space=space.data,
         resources=_resources(top.table("resources")),
         citation=top.get("citation", str, ""),
         description=top.get("description", str, ""),
-        planned_note=top.get("planned_note", str, ""),
         data=data,
     )
 

@@ -131,7 +131,6 @@ def _execute(
         device=device,
         seed=job.seed,
         log=log,
-        work_dir=job_dir.path,
         per_device_batch_size=options.per_device_batch_size,
         model_path=options.model_path,
         cache_dir=workspace.cache_dir,

@@ -1,8 +1,7 @@
 """A study's grid: approaches x benchmarks x hyperparameter settings x seeds, chosen by id, family or glob.
 
 `bert-*`, `family:human`, `squad,qamr`: each item must match a registered spec, so a typo is
-an error with the closest name before anything runs. Approaches registered but not yet
-runnable are refused, and every setting (with a study's overrides, which apply to every
+an error with the closest name before anything runs. Every setting (with a study's overrides, which apply to every
 setting of their approach: setting 0 and the drawn ones alike) is checked against the
 implementation's hyperparameter rules, so a grid that expands runs.
 """
@@ -14,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from concur.approaches.base import ensure_runnable
 from concur.errors import ConcurError, SpecError, closest
 from concur.registry.hparams import hparams_problem
 from concur.registry.registry import Registry
@@ -73,13 +71,10 @@ def expand_grid(registry: Registry, request: GridRequest) -> list[GridPoint]:
 
 
 def select_approaches(registry: Registry, request: str, *, origin: Path | None = None) -> list[ApproachSpec]:
-    """The registered approaches `request` names, each runnable; a study file's (`origin`) errors name its field."""
+    """The registered approaches `request` names; a study file's (`origin`) errors name its field."""
     specs = {spec.id: spec for spec in registry.approaches()}
     families = {spec_id: spec.family for spec_id, spec in specs.items()}
-    chosen = [specs[spec_id] for spec_id in _selected(list(specs), request, families, APPROACH_FAMILIES, "approach", origin)]
-    for spec in chosen:
-        ensure_runnable(spec)
-    return chosen
+    return [specs[spec_id] for spec_id in _selected(list(specs), request, families, APPROACH_FAMILIES, "approach", origin)]
 
 
 def select_benchmarks(registry: Registry, request: str, *, origin: Path | None = None) -> list[BenchmarkSpec]:
@@ -97,11 +92,6 @@ def _selected(ids: list[str], request: str, families: dict[str, str], ranks: Seq
         if origin is None:
             raise
         raise SpecError(origin, STUDY_FIELDS[kind], str(error)) from None
-
-
-def request_from_lists(approaches: Sequence[str], benches: Sequence[str], **options: object) -> GridRequest:
-    """A request from repeated command-line options (each may itself be comma-separated)."""
-    return GridRequest(",".join(approaches), ",".join(benches), **options)  # type: ignore[arg-type]
 
 
 def _check_override_ids(request: GridRequest, chosen: list[str], registered: list[str]) -> None:

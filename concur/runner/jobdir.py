@@ -127,11 +127,6 @@ class JobDir:
         return self.path / LOG_FILE
 
 
-def job_dirs(jobs_dir: Path) -> list[JobDir]:
-    """Every job directory under `runs/jobs/`, in key order."""
-    return [JobDir(jobs_dir / name) for name in job_dir_names(jobs_dir)]
-
-
 def job_dir_names(jobs_dir: Path) -> list[str]:
     """The names (job keys) of the directories under `runs/jobs/`, sorted, from one listing: scandir knows
     which entries are directories without a stat each, which counts with 100,000 jobs on a network disk."""
