@@ -2,8 +2,9 @@
 #
 #   make demo   install, then run the main job offline: the quick-start concurrence study and its report
 #               (DATA=DIR: the directory holding the public source files; without it, concur names what it needs)
-#   make test   install with test extras, check the layer contract (.importlinter), build the docs site
-#               (mkdocs.yml, strict), then run the whole test suite
+#   make test   install with test extras, check the layer contract (.importlinter) and the code (ruff), build the
+#               docs site (mkdocs.yml, strict), then run the whole test suite on every core (pytest-xdist; the Slurm
+#               tests share one worker, as they share one cluster)
 #
 # Both create a virtual environment in $(VENV) and install PyTorch's CPU build first
 # (TORCH=...), so pip does not fetch a multi-gigabyte CUDA build; with a GPU, pass e.g.
@@ -41,5 +42,6 @@ spacy2:
 test: venv spacy2
 	$(BIN)/python -m pip install --quiet -e '.[test,minilm,features]'
 	$(BIN)/lint-imports
+	$(BIN)/ruff check --quiet .
 	$(BIN)/mkdocs build --strict --quiet
-	CONCUR_TEST_SPACY2_PYTHON=$(SPACY2) $(BIN)/python -m pytest
+	CONCUR_TEST_SPACY2_PYTHON=$(SPACY2) $(BIN)/python -m pytest -n auto --dist loadgroup

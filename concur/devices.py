@@ -34,6 +34,17 @@ def resolve_device(requested: str) -> str:
     raise ConcurError(f"unknown device {requested!r}; use one of {', '.join(DEVICE_CHOICES)} (or cuda:N)")
 
 
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity (a Slurm or cgroup cpuset, taskset), not the machine's count.
+
+    On a shared node the machine has more cores than the job was given; threads beyond the
+    given ones only take turns on them, and spinning OpenMP threads make that many times slower.
+    """
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 @dataclass(frozen=True)
 class Gpu:
     visible_id: str  # what CUDA_VISIBLE_DEVICES names it by in this process's environment

@@ -25,6 +25,22 @@ def shared_file(relative: str) -> Path:
     return path
 
 
+def pytest_configure(config) -> None:
+    """Under pytest-xdist, give each test worker its own share of this machine's cores.
+
+    Tests start jobs whose worker processes size their thread pools from the cores they may
+    use (`concur.devices.usable_cores`); pinned, the jobs of two test workers do not each take
+    every core, which oversubscribed makes OpenMP's spinning threads many times slower.
+    """
+    worker, count = os.environ.get("PYTEST_XDIST_WORKER"), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if not worker or count < 2 or not hasattr(os, "sched_setaffinity"):
+        return
+    cores = sorted(os.sched_getaffinity(0))
+    index = int(worker.removeprefix("gw")) % count
+    share = max(1, len(cores) // count)
+    os.sched_setaffinity(0, cores[index * share : (index + 1) * share] or cores[-share:])
+
+
 @pytest.fixture(autouse=True)
 def isolated_environment(monkeypatch, tmp_path):
     """No test reads the user's registry, data root, runs directory, or the network hub."""
@@ -166,11 +182,12 @@ def toml_value(value) -> str:
 
 @pytest.fixture
 def tiny_registry(tmp_path, tiny_model_dir) -> Path:
-    """A user registry with `tiny-bert` (hf-span on the tiny model) and `tiny-babi` (generated)."""
+    """A user registry with `tiny-bert` (hf-span on the tiny model), `tiny-reader` (a tiny RaSoR) and `tiny-babi` (generated)."""
     root = tmp_path / "registry"
     (root / "approaches").mkdir(parents=True)
     (root / "benchmarks").mkdir()
     write_tiny_approach(root, "tiny-bert", tiny_model_dir, TINY_HPARAMS)
+    write_tiny_reader(root, "tiny-reader")
     data = tmp_path / "data-root"
     (data / "tiny").mkdir(parents=True)
     write_babi_like(data / "tiny" / "train.txt", stories=40, seed=1)
@@ -188,5 +205,24 @@ def write_tiny_approach(root: Path, name: str, model_dir: Path, hparams: dict, s
     body = "\n".join(f"{key} = {toml_value(value)}" for key, value in hparams.items())
     (root / "approaches" / f"{name}.toml").write_text(
         f'id = "{name}"\nfamily = "pretrained"\nimplementation = "hf-span"\n[model]\npath = "{model_dir}"\n[hparams]\n{body}\n'
+        + (f"[space]\n{space}\n" if space else "")
+    )
+
+
+# RaSoR at toy sizes on random 16-d word vectors. The runner's tests (claims, kills, signals, Slurm,
+# grids, studies) start many real jobs whose model does not matter to what they check; a reader job
+# starts without transformers, seconds sooner than an hf-span one.
+TINY_READER_HPARAMS = {"hidden_size": 8, "lstm_layers": 1, "ffnn_size": 8, "batch_size": 16, "epochs": 2.0}
+
+
+def write_tiny_reader(root: Path, name: str, hparams: dict | None = None, space: str = "") -> None:
+    """A `rasor` spec with the built-in one's hyperparameters, `TINY_READER_HPARAMS` and `hparams` over them."""
+    from concur.registry import default_registry
+
+    values = {**default_registry().approach("rasor").hparams, **TINY_READER_HPARAMS, **(hparams or {})}
+    body = "\n".join(f"{key} = {toml_value(value)}" for key, value in values.items())
+    (root / "approaches" / f"{name}.toml").write_text(
+        f'id = "{name}"\nfamily = "non-pretrained"\nimplementation = "rasor"\n[model]\nword_vectors = "glove.840B.300d"\n'
+        f'offline_vectors = "random"\nword_dim = 16\nlinguistic_features = false\n[hparams]\n{body}\n'
         + (f"[space]\n{space}\n" if space else "")
     )

@@ -134,6 +134,7 @@ def test_the_heartbeat_refreshes_claims_and_notices_a_takeover(tmp_path):
             time.sleep(0.02)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rounds", [20])
 def test_twenty_rounds_of_racing_takeovers_of_one_stale_claim_give_one_owner(tmp_path, rounds):
     for round_ in range(rounds):

@@ -19,6 +19,8 @@ import pytest
 
 from concur.runner.faults import FAULT_ENV, FaultPoint
 
+pytestmark = pytest.mark.slow
+
 DRIVERS = 4
 SEEDS = "0,1,2,3,4,5"  # six jobs: more than the drivers, so they must share the grid
 ROUNDS = int(os.environ.get("CONCUR_DRIVER_ROUNDS", "1"))
@@ -37,7 +39,7 @@ DRIVER_POINTS = {FaultPoint.CLAIMED, FaultPoint.UNINDEXED, FaultPoint.INDEXED}  
 
 
 def _driver(tmp_path: Path, registry: Path, runs: Path, seeds: str, environment: dict[str, str] | None = None) -> subprocess.Popen:
-    command = [sys.executable, "-m", "concur", "--registry", str(registry), "--runs-dir", str(runs), "run", "-a", "tiny-bert"]
+    command = [sys.executable, "-m", "concur", "--registry", str(registry), "--runs-dir", str(runs), "run", "-a", "tiny-reader"]
     command += ["-b", "tiny-babi", "--seeds", seeds, "--device", "cpu", "--workers", "1", "--source-dir", str(tmp_path / "data-root")]
     env = {**os.environ, "CONCUR_PROGRESS": "0", **(environment or {})}
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -145,7 +147,7 @@ def test_a_grid_reports_a_damaged_result_and_runs_its_other_jobs(tmp_path, tiny_
     stdout, stderr = grid.communicate(timeout=TIMEOUT_SECONDS)
     assert grid.returncode == 2 and "Traceback" not in stderr
     (warning,) = [line for line in stderr.splitlines() if str(result) in line]
-    assert warning.startswith(f"warning: job {job_dir.name} (tiny-bert on tiny-babi (hparams 0, seed 0)) is not run: {result} is damaged")
+    assert warning.startswith(f"warning: job {job_dir.name} (tiny-reader on tiny-babi (hparams 0, seed 0)) is not run: {result} is damaged")
     assert "1 of 2 jobs failed" in stderr
     assert result.read_bytes() == damaged  # left for `concur store rebuild`, never overwritten
     (other,) = [path for path in (runs / "jobs").iterdir() if path != job_dir]

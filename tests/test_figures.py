@@ -102,6 +102,7 @@ def panels(out_dir: Path, name: str) -> list[dict[str, str]]:
     return list(csv.DictReader((out_dir / f"{name}-concurrence.csv").open()))
 
 
+@pytest.mark.slow
 def test_figure_recipes_draw_the_papers_comparisons_from_the_published_em(published, tmp_path):
     registry = default_registry([])
     expected = {

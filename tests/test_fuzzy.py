@@ -178,6 +178,7 @@ def test_uniform_vocabulary_is_the_corpus_types(common_vectors):
     assert set(tokens) <= types - {"<unk>"} and len(set(tokens)) > 10_000  # 30,000 draws from 14,028 types
 
 
+@pytest.mark.slow
 def test_full_size_offline_benchmark():
     """The paper's sizes with the offline defaults (real WikiText-2 text, MiniLM neighbours)."""
     train, test = generate_fuzzy(seed=0, passage_generator="wikipedia", corpus=shared_file(WIKITEXT_TEST))

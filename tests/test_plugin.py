@@ -145,6 +145,7 @@ def _concur(site: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "concur", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_an_installed_plugin_approach_runs_in_a_study(plugin_site, tmp_path):
     registry = tmp_path / "registry"
     (registry / "approaches").mkdir(parents=True)

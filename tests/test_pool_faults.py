@@ -1,4 +1,4 @@
-"""Faults of a study, on CPU with a tiny real model: a killed driver, a killed worker, a time limit,
+"""Faults of a study, on CPU with tiny real models: a killed driver, a killed worker, a time limit,
 CUDA out of memory, a NaN loss. Each ends with a clear record and nothing half-finished."""
 
 from __future__ import annotations
@@ -17,10 +17,12 @@ from concur.runner.execute import RunOptions, execute_job
 from concur.runner.jobdir import JobDir, JobState
 from concur.runner.jobs import make_job
 from concur.runner.store import Store
-from tests.conftest import TINY_HPARAMS, write_tiny_approach
+from tests.conftest import write_tiny_reader
 from tests.test_runner import _setup
 
-SLOW = {**TINY_HPARAMS, "epochs": 40.0}  # long enough to be killed mid-training
+# The tiny reader trains about 100 optimiser steps a second on 2 cores; these budgets leave a job
+# seconds of training in which to be killed.
+SLOW = {"epochs": 50.0}
 WAIT_SECONDS = 180
 
 
@@ -64,9 +66,10 @@ def _pid_gone(pid: int) -> bool:
     return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"  # a zombie has exited
 
 
-def test_a_killed_driver_leaves_only_whole_results_and_the_rerun_runs_the_rest(tmp_path, tiny_registry, tiny_model_dir):
-    write_tiny_approach(tiny_registry, "slow-bert", tiny_model_dir, SLOW)
-    grid = [*_common(tmp_path, tiny_registry), "run", "-a", "tiny-bert,slow-bert", "-b", "tiny-babi", "--seeds", "0,1"]
+@pytest.mark.slow
+def test_a_killed_driver_leaves_only_whole_results_and_the_rerun_runs_the_rest(tmp_path, tiny_registry):
+    write_tiny_reader(tiny_registry, "slow-reader", SLOW)
+    grid = [*_common(tmp_path, tiny_registry), "run", "-a", "tiny-reader,slow-reader", "-b", "tiny-babi", "--seeds", "0,1"]
     driver = _start(tmp_path, [*grid, "--device", "cpu", "--workers", "2"])
     jobs_dir = tmp_path / "runs" / "jobs"
     _wait_for(lambda: any(jobs_dir.glob("*/result.json")) and _training(jobs_dir), driver, "one result and one job training")
@@ -93,9 +96,10 @@ def test_a_killed_driver_leaves_only_whole_results_and_the_rerun_runs_the_rest(t
     assert len(rows) == len({row["key"] for row in rows}) == 4 and {row["status"] for row in rows} == {"ok"}
 
 
-def test_a_killed_worker_is_retried_and_its_death_recorded(tmp_path, tiny_registry, tiny_model_dir):
-    write_tiny_approach(tiny_registry, "slow-bert", tiny_model_dir, {**SLOW, "epochs": 12.0})
-    driver = _start(tmp_path, [*_common(tmp_path, tiny_registry), "run", "-a", "slow-bert", "-b", "tiny-babi", "--device", "cpu"])
+@pytest.mark.slow
+def test_a_killed_worker_is_retried_and_its_death_recorded(tmp_path, tiny_registry):
+    write_tiny_reader(tiny_registry, "slow-reader", {"epochs": 30.0})
+    driver = _start(tmp_path, [*_common(tmp_path, tiny_registry), "run", "-a", "slow-reader", "-b", "tiny-babi", "--device", "cpu"])
     jobs_dir = tmp_path / "runs" / "jobs"
     _wait_for(lambda: _training(jobs_dir), driver, "the job to train")
     (job_dir,) = _training(jobs_dir)
@@ -110,9 +114,10 @@ def test_a_killed_worker_is_retried_and_its_death_recorded(tmp_path, tiny_regist
     assert row["attempts"] == 2 and row["status"] == "ok"
 
 
-def test_a_worker_killed_on_its_last_attempt_fails_with_the_reason(tmp_path, tiny_registry, tiny_model_dir):
-    write_tiny_approach(tiny_registry, "slow-bert", tiny_model_dir, SLOW)
-    args = [*_common(tmp_path, tiny_registry), "run", "-a", "slow-bert", "-b", "tiny-babi", "--device", "cpu", "--max-attempts", "1"]
+@pytest.mark.slow
+def test_a_worker_killed_on_its_last_attempt_fails_with_the_reason(tmp_path, tiny_registry):
+    write_tiny_reader(tiny_registry, "slow-reader", SLOW)
+    args = [*_common(tmp_path, tiny_registry), "run", "-a", "slow-reader", "-b", "tiny-babi", "--device", "cpu", "--max-attempts", "1"]
     driver = _start(tmp_path, args)
     jobs_dir = tmp_path / "runs" / "jobs"
     _wait_for(lambda: _training(jobs_dir), driver, "the job to train")
@@ -126,16 +131,17 @@ def test_a_worker_killed_on_its_last_attempt_fails_with_the_reason(tmp_path, tin
     assert JobDir(job_dir).state() is JobState.FAILED and not (job_dir / "predictions.json.gz").exists()
 
 
-def test_a_job_over_its_time_limit_is_stopped_and_recorded(tmp_path, tiny_registry, tiny_model_dir):
-    write_tiny_approach(tiny_registry, "slow-bert", tiny_model_dir, {**SLOW, "epochs": 400.0})
-    args = [*_common(tmp_path, tiny_registry), "run", "-a", "slow-bert", "-b", "tiny-babi", "--device", "cpu", "--time-limit", "0.25"]
+@pytest.mark.slow
+def test_a_job_over_its_time_limit_is_stopped_and_recorded(tmp_path, tiny_registry):
+    write_tiny_reader(tiny_registry, "slow-reader", {"epochs": 1000.0})
+    args = [*_common(tmp_path, tiny_registry), "run", "-a", "slow-reader", "-b", "tiny-babi", "--device", "cpu", "--time-limit", "0.1"]
     started = time.monotonic()
     result = subprocess.run(
         [sys.executable, "-m", "concur", *args, "--source-dir", str(tmp_path / "data-root")], capture_output=True, text=True, timeout=300
     )
     assert result.returncode == 2
-    assert "TimeLimitExceeded: stopped at its time limit of 15 s" in result.stderr
-    assert time.monotonic() - started < 120  # 400 epochs would take many minutes
+    assert "TimeLimitExceeded: stopped at its time limit of 6 s" in result.stderr
+    assert time.monotonic() - started < 60  # 1,000 epochs would take more than a minute
     (row,) = Store(tmp_path / "runs" / "concur.sqlite").rows()
     assert row["status"] == "failed" and row["error"].startswith("TimeLimitExceeded") and row["attempts"] == 1
 

@@ -373,6 +373,7 @@ def matrix_cell(browser, table: str, row: str, column: str):
     return browser.find_element(By.CSS_SELECTOR, f'#{table} tr[data-bench="{row}"] td[data-bench="{column}"]')
 
 
+@pytest.mark.slow
 def test_published_report_in_a_real_browser(concur, tmp_path, browser):
     from selenium.webdriver.common.by import By
 
@@ -404,6 +405,7 @@ def test_published_report_in_a_real_browser(concur, tmp_path, browser):
     assert any(item.get_attribute("data-kind") == "downsampling" and "needs at least" in item.text for item in skipped)
 
 
+@pytest.mark.slow
 def test_store_report_in_a_real_browser(concur, tmp_path, toy_runs, browser):
     from selenium.webdriver.common.by import By
 

@@ -21,9 +21,9 @@ from concur.runner.jobs import make_job
 from concur.runner.local import run_job
 from concur.runner.store import Store
 from concur.workspace import Workspace
-from tests.conftest import TINY_HPARAMS, write_tiny_approach
+from tests.conftest import TINY_HPARAMS, write_tiny_approach, write_tiny_reader
 
-SLOW_EPOCHS = 40.0  # long enough to be killed mid-training, short enough to rerun in a test
+SLOW_EPOCHS = 50.0  # the tiny reader: long enough to be killed mid-training, short enough to rerun in a test
 
 
 def _setup(tmp_path, registry_dir, approach="tiny-bert"):
@@ -123,14 +123,15 @@ def _concur(*args, env=None, **kwargs):
     )
 
 
-def test_killed_job_leaves_no_row_and_reruns_cleanly(tmp_path, tiny_registry, tiny_model_dir):
-    write_tiny_approach(tiny_registry, "slow-bert", tiny_model_dir, {**TINY_HPARAMS, "epochs": SLOW_EPOCHS})
+@pytest.mark.slow
+def test_killed_job_leaves_no_row_and_reruns_cleanly(concur, tmp_path, tiny_registry):
+    write_tiny_reader(tiny_registry, "slow-reader", {"epochs": SLOW_EPOCHS})
     common = ["--registry", str(tiny_registry), "--runs-dir", str(tmp_path / "runs")]
     run_args = [
         *common,
         "run",
         "--approach",
-        "slow-bert",
+        "slow-reader",
         "--bench",
         "tiny-babi",
         "--device",
@@ -154,8 +155,7 @@ def test_killed_job_leaves_no_row_and_reruns_cleanly(tmp_path, tiny_registry, ti
     process.wait()
     (job_dir,) = jobs_dir.iterdir()
     assert not (job_dir / "result.json").exists()
-    status = subprocess.run([sys.executable, "-m", "concur", *common, "status", "--format", "json"], capture_output=True, text=True)
-    report = json.loads(status.stdout)
+    report = json.loads(concur(*common, "status", "--format", "json").stdout)
     assert report["summary"]["interrupted"] == 1 and report["summary"]["done"] == 0
     assert [job["state"] for job in report["jobs"]] == ["interrupted"]
     assert Store(tmp_path / "runs" / "concur.sqlite").rows() == []
@@ -167,7 +167,9 @@ def test_killed_job_leaves_no_row_and_reruns_cleanly(tmp_path, tiny_registry, ti
     assert [(row["key"], row["status"]) for row in rows] == [(job_dir.name, "ok")]
 
 
-def test_cli_run_twice_and_status(tmp_path, tiny_registry):
+@pytest.mark.slow
+def test_cli_run_twice_and_status(concur, tmp_path, tiny_registry):
+    """hf-span end to end through the command line and a worker process, run twice; its status from the job directories."""
     common = ["--registry", str(tiny_registry), "--runs-dir", str(tmp_path / "runs")]
     run_args = [*common, "run", "-a", "tiny-bert", "-b", "tiny-babi", "--device", "cpu", "--source-dir", str(tmp_path / "data-root")]
     first = subprocess.run([sys.executable, "-m", "concur", *run_args], capture_output=True, text=True)
@@ -178,17 +180,9 @@ def test_cli_run_twice_and_status(tmp_path, tiny_registry):
     assert second.stdout.startswith("already done, nothing to run: tiny-bert on tiny-babi")
     assert "epoch" not in second.stderr.lower()  # no training happened
     (tmp_path / "runs" / "concur.sqlite").unlink()  # the index is rebuilt from job directories
-    status = subprocess.run(
-        [sys.executable, "-m", "concur", *common, "status", "--format", "json", "-a", "tiny-bert", "-a", "other", "-b", "tiny-babi"],
-        capture_output=True,
-        text=True,
-    )
+    status = concur(*common, "status", "--format", "json", "-a", "tiny-bert", "-a", "other", "-b", "tiny-babi")
     assert "unknown approach 'other'" in status.stderr
-    status = subprocess.run(
-        [sys.executable, "-m", "concur", *common, "status", "--format", "json", "-a", "tiny-bert", "-b", "tiny-babi", "-b", "babi-1"],
-        capture_output=True,
-        text=True,
-    )
+    status = concur(*common, "status", "--format", "json", "-a", "tiny-bert", "-b", "tiny-babi", "-b", "babi-1")
     report = json.loads(status.stdout)
     assert report["summary"] == {"done": 1, "failed": 0, "running": 0, "interrupted": 0, "pending": 1}
     done = [job for job in report["jobs"] if job["state"] == "done"][0]

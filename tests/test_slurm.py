@@ -19,11 +19,12 @@ import pytest
 from concur.errors import ConcurError, SpecError
 from concur.runner.slurm import load_slurm_config
 from concur.runner.store import Store
-from tests.conftest import TINY_HPARAMS, write_tiny_approach
+from tests.conftest import write_tiny_reader
 
 REPO = Path(__file__).resolve().parents[1]
 WAIT_SECONDS = 180
-pytestmark = pytest.mark.xdist_group("slurm")  # one Slurm cluster: its tests run one after another, in one worker
+# One Slurm cluster: its tests run one after another, in one pytest-xdist worker.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]
 
 
 @pytest.fixture(scope="module")
@@ -75,19 +76,17 @@ def _status_until_settled(runs: Path, registry: Path) -> dict:
         time.sleep(2)
 
 
-def _slow_approach(registry: Path, model_dir: Path, name: str, epochs: float) -> None:
-    write_tiny_approach(registry, name, model_dir, {**TINY_HPARAMS, "epochs": epochs})
+def _slow_approach(registry: Path, name: str, epochs: float) -> None:
+    write_tiny_reader(registry, name, {"epochs": epochs})
 
 
 CPU = ["--executor", "slurm", "--device", "cpu", "--threads", "1"]
 
 
-def test_a_grid_runs_as_a_job_array_and_a_rerun_submits_nothing(slurm, tmp_path, tiny_registry, tiny_model_dir):
-    write_tiny_approach(
-        tiny_registry, "tiny-bert", tiny_model_dir, {**TINY_HPARAMS, "epochs": 1.0}, "learning_rate = { log_uniform = [1e-4, 1e-2] }"
-    )
+def test_a_grid_runs_as_a_job_array_and_a_rerun_submits_nothing(slurm, tmp_path, tiny_registry):
+    write_tiny_reader(tiny_registry, "tiny-reader", {"epochs": 1.0}, "learning_rate = { log_uniform = [1e-4, 1e-2] }")
     runs = tmp_path / "runs"
-    grid = ["run", "-a", "tiny-bert", "-b", "tiny-babi", "--hparams", "2", *CPU]
+    grid = ["run", "-a", "tiny-reader", "-b", "tiny-babi", "--hparams", "2", *CPU]
     first = _concur(runs, tiny_registry, *grid, "--source-dir", str(tmp_path / "data-root"))
     assert first.returncode == 0, first.stderr
     assert "submitted 2 jobs as Slurm array" in first.stderr and "(0 GPU, 1 cores, 16 GB, 1440 min)" in first.stderr
@@ -107,8 +106,8 @@ def test_a_grid_runs_as_a_job_array_and_a_rerun_submits_nothing(slurm, tmp_path,
     assert len(_ledger(runs)) == 2
 
 
-def test_the_driver_can_leave_and_a_requeued_job_records_its_restart(slurm, tmp_path, tiny_registry, tiny_model_dir):
-    _slow_approach(tiny_registry, tiny_model_dir, "tiny-slow", 30.0)
+def test_the_driver_can_leave_and_a_requeued_job_records_its_restart(slurm, tmp_path, tiny_registry):
+    _slow_approach(tiny_registry, "tiny-slow", 60.0)
     runs = tmp_path / "runs"
     submitted = _concur(
         runs, tiny_registry, "run", "-a", "tiny-slow", "-b", "tiny-babi", *CPU, "--no-wait", "--source-dir", str(tmp_path / "data-root")
@@ -130,8 +129,8 @@ def test_the_driver_can_leave_and_a_requeued_job_records_its_restart(slurm, tmp_
     assert len(_ledger(runs)) == 1
 
 
-def test_a_cancelled_job_is_recorded_failed_with_its_slurm_state_and_log(slurm, tmp_path, tiny_registry, tiny_model_dir):
-    _slow_approach(tiny_registry, tiny_model_dir, "tiny-endless", 10000.0)
+def test_a_cancelled_job_is_recorded_failed_with_its_slurm_state_and_log(slurm, tmp_path, tiny_registry):
+    _slow_approach(tiny_registry, "tiny-endless", 10000.0)
     runs = tmp_path / "runs"
     args = ["run", "-a", "tiny-endless", "-b", "tiny-babi", *CPU, "--no-wait", "--source-dir", str(tmp_path / "data-root")]
     assert _concur(runs, tiny_registry, *args).returncode == 0
@@ -149,7 +148,7 @@ def test_a_cancelled_job_is_recorded_failed_with_its_slurm_state_and_log(slurm, 
 
 def test_a_job_slurm_would_never_start_is_cancelled_and_recorded_failed(slurm, tmp_path, tiny_registry):
     runs = tmp_path / "runs"
-    result = _concur(runs, tiny_registry, "run", "-a", "tiny-bert", "-b", "tiny-babi", "--executor", "slurm", "--device", "cpu",
+    result = _concur(runs, tiny_registry, "run", "-a", "tiny-reader", "-b", "tiny-babi", "--executor", "slurm", "--device", "cpu",
                      "--threads", "999", "--source-dir", str(tmp_path / "data-root"))  # fmt: skip
     assert result.returncode != 0
     (entry,) = _ledger(runs)
@@ -187,11 +186,11 @@ def _training_started(job_dir: Path) -> bool:
 
 @pytest.mark.parametrize("signal_name", ["TERM", "USR2"])
 def test_a_job_stopped_by_a_signal_is_left_interrupted_and_the_rerun_finishes_it(
-    slurm, tmp_path, tiny_registry, tiny_model_dir, signal_name
+    slurm, tmp_path, tiny_registry, signal_name
 ):
     """SIGTERM (preemption without requeue, the time limit) and SIGUSR2 (submitit's warning before the time
     limit) stop the job without a result and without a failure: the next run of the grid runs it again."""
-    _slow_approach(tiny_registry, tiny_model_dir, "tiny-slow", 30.0)
+    _slow_approach(tiny_registry, "tiny-slow", 60.0)
     runs = tmp_path / "runs"
     args = ["run", "-a", "tiny-slow", "-b", "tiny-babi", *CPU, "--no-wait", "--source-dir", str(tmp_path / "data-root")]
     assert _concur(runs, tiny_registry, *args).returncode == 0
@@ -218,8 +217,8 @@ def test_a_job_stopped_by_a_signal_is_left_interrupted_and_the_rerun_finishes_it
     assert list((runs / "claims").iterdir()) == []
 
 
-def test_a_job_past_its_slurm_time_limit_is_left_interrupted_not_failed(slurm, tmp_path, tiny_registry, tiny_model_dir):
-    _slow_approach(tiny_registry, tiny_model_dir, "tiny-endless", 10000.0)
+def test_a_job_past_its_slurm_time_limit_is_left_interrupted_not_failed(slurm, tmp_path, tiny_registry):
+    _slow_approach(tiny_registry, "tiny-endless", 10000.0)
     runs = tmp_path / "runs"
     args = ["run", "-a", "tiny-endless", "-b", "tiny-babi", *CPU, "--time-limit", "1", "--no-wait"]
     assert _concur(runs, tiny_registry, *args, "--source-dir", str(tmp_path / "data-root")).returncode == 0
@@ -234,7 +233,7 @@ def test_a_job_past_its_slurm_time_limit_is_left_interrupted_not_failed(slurm, t
 def test_drivers_submitting_one_grid_together_submit_each_job_once(slurm, tmp_path, tiny_registry):
     runs = tmp_path / "runs"
     common = ["--registry", str(tiny_registry), "--runs-dir", str(runs)]
-    args = ["run", "-a", "tiny-bert", "-b", "tiny-babi", "--seeds", "0,1,2,3", *CPU, "--no-wait"]
+    args = ["run", "-a", "tiny-reader", "-b", "tiny-babi", "--seeds", "0,1,2,3", *CPU, "--no-wait"]
     _concur(runs, tiny_registry, "data", "prepare", "tiny-babi", "--source-dir", str(tmp_path / "data-root"))
     drivers = [
         subprocess.Popen([sys.executable, "-m", "concur", *common, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -27,6 +27,7 @@ from concur.fsutil import atomic_write_json
 from concur.runner.jobdir import JobDir
 from concur.runner.store import Store, finished_jobs
 from concur.workspace import Workspace
+from tests.conftest import Ran
 
 APPROACHES = ("rasor", "bidaf", "docreader", "bert-base", "roberta-base")
 EM = {"squad": (10.0, 20.0, 30.0, 40.0, 50.0), "qamr": (15.0, 25.0, 45.0, 35.0, 55.0)}  # Kendall tau squad-qamr 0.8
@@ -85,7 +86,14 @@ def _finished_keys() -> set[str]:
     return {_key(approach, bench) for bench in EM for approach in APPROACHES} | {_key(*FAILED)}
 
 
-def concur(workspace: Workspace, *args: str, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+@pytest.fixture
+def cli(concur):
+    """`concur --runs-dir WORKSPACE ARGS` through its entry point, in this process."""
+    return lambda workspace, *args: concur("--runs-dir", str(workspace.root), *args)
+
+
+def _unprivileged_concur(workspace: Workspace, prefix: tuple[str, ...], *args: str) -> subprocess.CompletedProcess:
+    """`concur` in a process of its own under `prefix` (a user namespace), where file permissions hold."""
     return subprocess.run(
         [*prefix, sys.executable, "-m", "concur", "--runs-dir", str(workspace.root), *args],
         capture_output=True,
@@ -94,7 +102,7 @@ def concur(workspace: Workspace, *args: str, prefix: tuple[str, ...] = ()) -> su
     )
 
 
-def _clean_exit(made: subprocess.CompletedProcess, code: int = 0) -> None:
+def _clean_exit(made: Ran | subprocess.CompletedProcess, code: int = 0) -> None:
     output = made.stdout + made.stderr
     assert made.returncode == code, output
     assert "Traceback" not in output and "unexpected error" not in output, output
@@ -183,7 +191,7 @@ FILE_DAMAGE = {
 }
 
 
-def test_every_damaged_job_file_is_named_once_and_set_aside(runs):
+def test_every_damaged_job_file_is_named_once_and_set_aside(cli, runs):
     damaged = {}
     for approach, bench, name, damage, _ in FILE_DAMAGE.values():
         path = runs.jobs_dir / _key(approach, bench) / name
@@ -192,9 +200,9 @@ def test_every_damaged_job_file_is_named_once_and_set_aside(runs):
     lost = {path.parent.name for path in damaged if path.name == "result.json"}
     healthy = _finished_keys() - lost
 
-    status = concur(runs, "status")
+    status = cli(runs, "status")
     _clean_exit(status)
-    results = concur(runs, "results", "--results", "store")
+    results = cli(runs, "results", "--results", "store")
     _clean_exit(results)
     for approach, bench, name, _, problem in FILE_DAMAGE.values():
         path = runs.jobs_dir / _key(approach, bench) / name
@@ -207,13 +215,13 @@ def test_every_damaged_job_file_is_named_once_and_set_aside(runs):
     assert _key(*INTERRUPTED) not in status.stdout  # its job.json is unreadable: named, not guessed at
     assert {_key(row["approach"], row["benchmark"]) for row in _csv_rows(results.stdout)} == healthy - {_key(*FAILED)}
 
-    check = concur(runs, "store", "check")
+    check = cli(runs, "store", "check")
     _clean_exit(check, 1)
     for path in damaged:
         assert len(_lines_naming(check.stdout, path)) == 1
     assert f"{len(damaged)} damaged files" in check.stdout
 
-    rebuild = concur(runs, "store", "rebuild")
+    rebuild = cli(runs, "store", "rebuild")
     _clean_exit(rebuild)
     (aside,) = (runs.root / "damaged").iterdir()
     for path, content in damaged.items():
@@ -221,7 +229,7 @@ def test_every_damaged_job_file_is_named_once_and_set_aside(runs):
         assert moved.read_bytes() == content and not path.exists()
         assert f"{path} -> {moved}" in rebuild.stderr
     assert _indexed_keys(runs) == healthy
-    _clean_exit(concur(runs, "store", "check"))
+    _clean_exit(cli(runs, "store", "check"))
 
 
 # ---- damaged index ----
@@ -244,33 +252,33 @@ INDEX_DAMAGE = {
 
 
 @pytest.mark.parametrize("kind", INDEX_DAMAGE)
-def test_a_damaged_index_is_named_read_around_and_rebuilt(runs, kind):
+def test_a_damaged_index_is_named_read_around_and_rebuilt(cli, runs, kind):
     damage, problem = INDEX_DAMAGE[kind]
     damage(runs.db_path)
     content = runs.db_path.read_bytes()
 
-    status = concur(runs, "status")
+    status = cli(runs, "status")
     _clean_exit(status)
     (line,) = _lines_naming(status.stderr, runs.db_path)
     assert problem in line and "`concur store rebuild`" in line and "reading the job directories instead" in line
     assert all(key in status.stdout for key in _finished_keys() | {_key(*INTERRUPTED)})
-    results = concur(runs, "results", "--results", "store")
+    results = cli(runs, "results", "--results", "store")
     _clean_exit(results)
     (note,) = _lines_naming(results.stderr, runs.db_path)
     assert problem in note
     assert len(_csv_rows(results.stdout)) == len(APPROACHES) * len(EM)
     assert runs.db_path.read_bytes() == content  # readers never write over a damaged index
 
-    check = concur(runs, "store", "check")
+    check = cli(runs, "store", "check")
     _clean_exit(check, 1)
     assert problem in _lines_naming(check.stdout, runs.db_path)[0]
 
-    rebuild = concur(runs, "store", "rebuild")
+    rebuild = cli(runs, "store", "rebuild")
     _clean_exit(rebuild)
     (aside,) = (runs.root / "damaged").iterdir()
     assert (aside / "concur.sqlite").read_bytes() == content
     assert _indexed_keys(runs) == _finished_keys()
-    _clean_exit(concur(runs, "store", "check"))
+    _clean_exit(cli(runs, "store", "check"))
 
 
 def test_store_names_a_damaged_index_instead_of_reading_it_as_empty(runs):
@@ -317,13 +325,13 @@ def test_a_read_only_runs_dir_is_read(runs):
     _chmod_tree(runs.root, writable=False)
     try:
         before = sorted(path.name for path in runs.root.iterdir())
-        status = concur(runs, "status", prefix=prefix)
+        status = _unprivileged_concur(runs, prefix, "status")
         _clean_exit(status)
         assert all(key in status.stdout for key in _finished_keys() | {extra.path.name}) and "77.00" in status.stdout
-        results = concur(runs, "results", "--results", "store", prefix=prefix)
+        results = _unprivileged_concur(runs, prefix, "results", "--results", "store")
         _clean_exit(results)
         assert {row["em"] for row in _csv_rows(results.stdout)} == {str(em) for scores in EM.values() for em in scores} | {"77.0"}
-        matrix = concur(runs, "matrix", "--results", "store", "--benches", "squad,qamr", prefix=prefix)
+        matrix = _unprivileged_concur(runs, prefix, "matrix", "--results", "store", "--benches", "squad,qamr")
         _clean_exit(matrix)
         assert "0.80" in matrix.stdout
         assert sorted(path.name for path in runs.root.iterdir()) == before  # nothing written, no WAL file made
@@ -334,17 +342,17 @@ def test_a_read_only_runs_dir_is_read(runs):
 # ---- results not indexed yet ----
 
 
-def test_a_result_written_but_not_indexed_is_seen_and_indexed(runs):
+def test_a_result_written_but_not_indexed_is_seen_and_indexed(cli, runs):
     extra = _write_job(runs, _result("docreader", "babi-1", 66.0))  # as a worker writes it; no driver indexed it
     assert extra.path.name not in _indexed_keys(runs)
-    results = concur(runs, "results", "--results", "store")
+    results = cli(runs, "results", "--results", "store")
     _clean_exit(results)
     assert ("docreader", "babi-1", "66.0") in {(row["approach"], row["benchmark"], row["em"]) for row in _csv_rows(results.stdout)}
     assert extra.path.name in _indexed_keys(runs)  # the reader could write, so it indexed it
     rewritten = _result("docreader", "babi-1", 68.0)
     time.sleep(0.01)
     extra.write_result(rewritten)  # a newer file under the same key: its stamp tells
-    status = concur(runs, "status")
+    status = cli(runs, "status")
     _clean_exit(status)
     assert extra.path.name in status.stdout and "68.00" in status.stdout and "66.00" not in status.stdout
 
@@ -352,32 +360,33 @@ def test_a_result_written_but_not_indexed_is_seen_and_indexed(runs):
 # ---- the runner ----
 
 
-def test_the_runner_stops_at_a_damaged_result_and_runs_the_job_again_once_it_is_set_aside(tmp_path, tiny_registry):
+@pytest.mark.slow
+def test_the_runner_stops_at_a_damaged_result_and_runs_the_job_again_once_it_is_set_aside(cli, tmp_path, tiny_registry):
     workspace = Workspace(tmp_path / "runs")
     common = ("--registry", str(tiny_registry))
-    run_args = ("run", "-a", "tiny-bert", "-b", "tiny-babi", "--device", "cpu", "--source-dir", str(tmp_path / "data-root"))
-    _clean_exit(concur(workspace, *common, *run_args))
+    run_args = ("run", "-a", "tiny-reader", "-b", "tiny-babi", "--device", "cpu", "--source-dir", str(tmp_path / "data-root"))
+    _clean_exit(cli(workspace, *common, *run_args))
     (job_dir,) = workspace.jobs_dir.iterdir()
     result = job_dir / "result.json"
     _truncate(result)
     damaged = result.read_bytes()
 
-    stopped = concur(workspace, *common, *run_args)
+    stopped = cli(workspace, *common, *run_args)
     _clean_exit(stopped, 2)
     (line,) = _lines_naming(stopped.stderr, result)
     assert line.startswith("warning:") and "truncated JSON" in line and "`concur store rebuild`" in line
     assert "error: job" in stopped.stderr and "was not run: its result file is damaged" in stopped.stderr
     assert result.read_bytes() == damaged  # neither taken for "no result" nor run again over it
 
-    _clean_exit(concur(workspace, "store", "rebuild"))
-    again = concur(workspace, *common, *run_args)
+    _clean_exit(cli(workspace, "store", "rebuild"))
+    again = cli(workspace, *common, *run_args)
     _clean_exit(again)
-    assert again.stdout.startswith("done: tiny-bert on tiny-babi") and json.loads(result.read_text())["status"] == "ok"
+    assert again.stdout.startswith("done: tiny-reader on tiny-babi") and json.loads(result.read_text())["status"] == "ok"
 
     workspace.db_path.write_bytes(random.Random(1).randbytes(RANDOM_BYTES))
-    refused = concur(workspace, *common, *run_args)
+    refused = cli(workspace, *common, *run_args)
     _clean_exit(refused, 2)
     (line,) = _lines_naming(refused.stderr, workspace.db_path)
     assert "not a usable SQLite database" in line and "`concur store rebuild`" in line
-    _clean_exit(concur(workspace, "store", "rebuild"))
-    assert concur(workspace, *common, *run_args).stdout.startswith("already done, nothing to run")
+    _clean_exit(cli(workspace, "store", "rebuild"))
+    assert cli(workspace, *common, *run_args).stdout.startswith("already done, nothing to run")

@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from concur.errors import SpecError
 from concur.runner.study import load_study
-from tests.conftest import TINY_HPARAMS, write_tiny_approach
+from tests.conftest import write_tiny_reader
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _concur(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "concur", *args], capture_output=True, text=True, timeout=600)
 
 
 def test_a_study_file_is_checked_field_by_field(tmp_path):
@@ -38,36 +32,35 @@ def test_a_study_file_is_checked_field_by_field(tmp_path):
             load_study(study)
 
 
-def test_the_reference_grid_has_5280_jobs(tmp_path):
-    result = _concur("--runs-dir", str(tmp_path / "runs"), "study", "plan", str(REPO / "analysis" / "studies" / "liu2023.toml"))
+def test_the_reference_grid_has_5280_jobs(concur, tmp_path):
+    result = concur("--runs-dir", str(tmp_path / "runs"), "study", "plan", str(REPO / "analysis" / "studies" / "liu2023.toml"))
     assert result.returncode == 0, result.stderr
     assert "liu2023: 5,280 jobs (20 approaches x 44 benchmarks x 6 settings x 1 seed): 5,280 not prepared" in result.stdout
 
 
-def test_a_study_runs_once_and_its_plan_and_cost_show_what_was_spent(tmp_path, tiny_registry, tiny_model_dir):
-    write_tiny_approach(
-        tiny_registry, "tiny-bert", tiny_model_dir, {**TINY_HPARAMS, "epochs": 1.0}, "learning_rate = { log_uniform = [1e-4, 1e-2] }"
-    )
+@pytest.mark.slow
+def test_a_study_runs_once_and_its_plan_and_cost_show_what_was_spent(concur, tmp_path, tiny_registry):
+    write_tiny_reader(tiny_registry, "tiny-reader", {"epochs": 1.0}, "learning_rate = { log_uniform = [1e-4, 1e-2] }")
     study = tmp_path / "tiny.toml"
-    study.write_text('name = "tiny"\napproaches = "tiny-bert"\nbenches = ["tiny-babi"]\nhparams = 2\n')
+    study.write_text('name = "tiny"\napproaches = "tiny-reader"\nbenches = ["tiny-babi"]\nhparams = 2\n')
     common = ["--registry", str(tiny_registry), "--runs-dir", str(tmp_path / "runs")]
-    before = _concur(*common, "study", "plan", str(study), "--format", "json")
+    before = concur(*common, "study", "plan", str(study), "--format", "json")
     assert json.loads(before.stdout)["counts"] == {"not prepared": 2}
-    ran = _concur(*common, "study", "run", str(study), "--device", "cpu", "--source-dir", str(tmp_path / "data-root"))
+    ran = concur(*common, "study", "run", str(study), "--device", "cpu", "--source-dir", str(tmp_path / "data-root"))
     assert ran.returncode == 0, ran.stderr
     assert "2 jobs, 2 run now: 2 done" in ran.stdout
-    plan = _concur(*common, "study", "collect", str(study), "--format", "json")
+    plan = concur(*common, "study", "collect", str(study), "--format", "json")
     assert plan.returncode == 0, plan.stderr
     planned = json.loads(plan.stdout)
     assert planned["counts"] == {"done": 2}
     results = list((tmp_path / "runs" / "jobs").glob("*/result.json"))
     spent = {path.parent.name: json.loads(path.read_text())["accounting"]["device_seconds"] for path in results}
     assert {job["key"]: job["device_seconds"] for job in planned["jobs"]} == spent
-    table = _concur(*common, "study", "plan", str(study))
+    table = concur(*common, "study", "plan", str(study))
     assert "tiny: 2 jobs (1 approaches x 1 benchmarks x 2 settings x 1 seed): 2 done" in table.stdout
-    cost = _concur(*common, "status", "--cost", "--format", "json")
+    cost = concur(*common, "status", "--cost", "--format", "json")
     assert cost.returncode == 0, cost.stderr
     total = json.loads(cost.stdout)["total"]
     assert total["jobs"] == 2 and total["cpu_hours"] == pytest.approx(sum(spent.values()) / 3600)
-    again = _concur(*common, "study", "run", str(study), "--device", "cpu")
+    again = concur(*common, "study", "run", str(study), "--device", "cpu")
     assert "2 jobs, 0 run now: 2 done" in again.stdout

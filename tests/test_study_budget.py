@@ -7,11 +7,8 @@ import csv
 import hashlib
 import io
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -35,10 +32,6 @@ from tests.conftest import REPO, SHARED_DATA, shared_file, write_babi_like
 CHECKS = REPO / "analysis" / "checks"  # the tiny readers
 BABI_ARCHIVE = "http://www.thespermwhale.com/jaseweston/babi/tasks_1-20_v1-2.tar.gz"
 QA1 = "babi/tasks_1-20_v1-2/en/qa1_single-supporting-fact_{}.txt.gz"
-
-
-def _concur(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "concur", *args], capture_output=True, text=True, timeout=600, env=env)
 
 
 def _toy_split(sizes: list[int]) -> Split:
@@ -167,7 +160,8 @@ def test_a_count_beside_override_tables_is_explained(tmp_path):
         load_study(path)
 
 
-def test_a_budgeted_study_runs_on_its_subsets_and_its_results_are_its_own_jobs(tmp_path):
+@pytest.mark.slow
+def test_a_budgeted_study_runs_on_its_subsets_and_its_results_are_its_own_jobs(concur, tmp_path, monkeypatch):
     for split in ("train", "test"):
         shared_file(QA1.format(split))
     path = _study(tmp_path, "[budget]\ntrain_questions = 300\ntest_questions = 200\n[hparams.tiny-rasor]\nepochs = 1.0\n")
@@ -175,7 +169,7 @@ def test_a_budgeted_study_runs_on_its_subsets_and_its_results_are_its_own_jobs(t
     common = ["--registry", str(CHECKS), "--runs-dir", str(runs)]
     cpu = ["--device", "cpu", "--threads", "1"]
     report = tmp_path / "report"
-    ran = _concur(*common, "study", "run", str(path), *cpu, "--workers", "2", "--source-dir", str(SHARED_DATA), "--report", str(report))
+    ran = concur(*common, "study", "run", str(path), *cpu, "--workers", "2", "--source-dir", str(SHARED_DATA), "--report", str(report))
     assert ran.returncode == 0, ran.stderr
     # not a terminal: one line per start and end, and the wall time last
     for approach in ("tiny-rasor", "tiny-bidaf"):
@@ -201,7 +195,7 @@ def test_a_budgeted_study_runs_on_its_subsets_and_its_results_are_its_own_jobs(t
         assert result["train"]["train_questions"] == 300 and result["scores"]["n_questions"] == 200  # the approach saw the subset
         assert result["job"]["hparams"]["epochs"] == epochs
     # another job of the same approach and benchmark in the same store, with another budget (`concur run`'s options)
-    other = _concur(*common, "run", "-a", "tiny-rasor", "-b", "babi-1", *cpu, "--train-questions", "200", "--test-questions", "200")
+    other = concur(*common, "run", "-a", "tiny-rasor", "-b", "babi-1", *cpu, "--train-questions", "200", "--test-questions", "200")
     assert other.returncode == 0, other.stderr
     assert "done: tiny-rasor on babi-1 (hparams 0, seed 0, 200 train questions, 200 test questions)" in other.stdout
     store_path = Workspace(runs).db_path
@@ -220,10 +214,11 @@ def test_a_budgeted_study_runs_on_its_subsets_and_its_results_are_its_own_jobs(t
         (approach, "babi-1", 0, 0): (results[approach]["scores"]["exact_match"], results[approach]["scores"]["f1"])
         for approach in ("tiny-rasor", "tiny-bidaf")
     }
-    printed = _concur("--runs-dir", str(runs), "results", "--results", f"study:{path}", env={**os.environ, "CONCUR_REGISTRY": str(CHECKS)})
+    monkeypatch.setenv("CONCUR_REGISTRY", str(CHECKS))
+    printed = concur("--runs-dir", str(runs), "results", "--results", f"study:{path}")
     assert printed.returncode == 0, printed.stderr
     assert sorted(row["approach"] for row in csv.DictReader(io.StringIO(printed.stdout))) == ["tiny-bidaf", "tiny-rasor"]
-    plan = _concur(*common, "study", "plan", str(path))
+    plan = concur(*common, "study", "plan", str(path))
     shape = "2 approaches x 1 benchmarks x 1 settings x 1 seed; budget: at most 300 train / 200 test questions, seed 0"
     assert f"budgeted: 2 jobs ({shape}): 2 done" in plan.stdout
 
@@ -290,7 +285,7 @@ def test_missing_files_are_listed_once_with_the_benchmarks_needing_them(tmp_path
     assert missing_sources([registry.benchmark("toy-a")], nowhere, workspace.data_dir) == []  # prepared: no source needed
 
 
-def test_a_study_without_its_data_stops_before_any_job(tmp_path):
+def test_a_study_without_its_data_stops_before_any_job(concur, tmp_path):
     roots = tmp_path / "only-qa1"
     for split in ("train", "test"):
         target = roots / QA1.format(split)
@@ -299,7 +294,7 @@ def test_a_study_without_its_data_stops_before_any_job(tmp_path):
     path = tmp_path / "study.toml"
     path.write_text('name = "two-tasks"\napproaches = "tiny-rasor"\nbenches = ["babi-1", "babi-2"]\n')
     common = ["--registry", str(CHECKS), "--runs-dir", str(tmp_path / "runs")]
-    ran = _concur(*common, "study", "run", str(path), "--device", "cpu", "--source-dir", str(roots))
+    ran = concur(*common, "study", "run", str(path), "--device", "cpu", "--source-dir", str(roots))
     assert ran.returncode == 2
     assert f"error: no job was started: 2 source files are not on this machine (data roots: {roots};" in ran.stderr
     for split in ("train", "test"):
@@ -308,7 +303,7 @@ def test_a_study_without_its_data_stops_before_any_job(tmp_path):
     assert "pass --source-dir DIR or set CONCUR_DATA_ROOT=DIR" in ran.stderr and "add --download" in ran.stderr
     assert "qa1_" not in ran.stderr
     assert not (tmp_path / "runs" / "jobs").exists() and not (tmp_path / "runs" / "data" / "babi-1").exists()  # nothing prepared or run
-    plan = _concur(*common, "study", "plan", str(path), "--source-dir", str(roots), "--format", "json")
+    plan = concur(*common, "study", "plan", str(path), "--source-dir", str(roots), "--format", "json")
     assert plan.returncode == 0, plan.stderr
     assert [item["path"] for item in json.loads(plan.stdout)["missing_sources"]] == [
         "babi/tasks_1-20_v1-2/en/qa2_two-supporting-facts_train.txt",

@@ -278,6 +278,7 @@ def real_graph(real_inputs) -> KnowledgeGraph:
     return load_graph({name: paths[value] for name, value in options.items() if name in resolve("generator", "wikidata").inputs})
 
 
+@pytest.mark.slow
 def test_real_data_full_size(real_inputs, real_splits, real_graph):
     train, test = real_splits
     check_split(train, 10_000, 8_376, 5)
@@ -290,6 +291,7 @@ def test_real_data_full_size(real_inputs, real_splits, real_graph):
         assert passage.context.count(" . ") + 1 == min(50, len(generator.neighbourhood_triples(node[passage.article])))
 
 
+@pytest.mark.slow
 def test_real_data_is_reproducible(real_inputs, real_splits, real_graph, tmp_path):
     seed, options, paths = real_inputs
     first = mrqa_bytes(real_splits, tmp_path / "a")
@@ -300,6 +302,7 @@ def test_real_data_is_reproducible(real_inputs, real_splits, real_graph, tmp_pat
     assert other[0] != first[0] and other[1] != first[1]
 
 
+@pytest.mark.slow
 def test_real_data_without_aliases(real_inputs, real_graph):
     seed, options, paths = real_inputs
     small = options | {"aliases": False, "train_questions": 600, "train_passages": 300, "test_questions": 100, "test_passages": 20}

@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
-from concur.devices import Gpu
+from concur.devices import Gpu, usable_cores
 from concur.registry.specs import ApproachSpec
 from concur.runner.claims import Claim, ClaimBook, Heartbeat
 from concur.runner.execute import RunOptions
@@ -230,7 +230,7 @@ class LocalPool:
 
     def _threads(self, task: Task, gpu: Gpu | None) -> int:
         """CPU threads of a worker: as given, else the spec's cores on a GPU, else an equal share of the cores."""
-        cores = os.cpu_count() or 1
+        cores = usable_cores()
         if self.settings.options.threads:
             return self.settings.options.threads
         if gpu is not None:
