@@ -1,12 +1,13 @@
-"""The components specs name: approach implementations, source readers and benchmark generators.
+"""The components specs and recipes name: approach implementations, source readers, benchmark generators, figure kinds.
 
 A spec names a component by a short name (`implementation = "hf-span"`, `reader = "squad"`,
-`[generator] name = "fuzzy"`) or by a `module:attr` path. Short names are the built-ins listed
-in `components.toml` next to this file, plus those other installed packages add through entry
-points (groups `concur.approaches`, `concur.readers`, `concur.generators`), so a new approach
-needs no change to concur. Every name resolves to a definition object (`ApproachKind`,
-`ReaderKind`, `GeneratorKind`) that declares what a spec may pass it, so a spec is checked
-when it is loaded; nothing is imported before a name is resolved, and an approach's model code
+`[generator] name = "fuzzy"`), a recipe its figure kind (`kind = "heatmap"`), or either gives a
+`module:attr` path. Short names are the built-ins listed in `components.toml` next to this file,
+plus those other installed packages add through entry points (groups `concur.approaches`,
+`concur.readers`, `concur.generators`, `concur.figures`), so a new approach or figure needs no
+change to concur. Every name resolves to a definition object (`ApproachKind`, `ReaderKind`,
+`GeneratorKind`, `FigureKind`) that declares what a file may pass it, so a file is checked when
+it is loaded; nothing is imported before a name is resolved, and an approach's model code
 (torch) only when a job builds it.
 """
 
@@ -24,7 +25,12 @@ from typing import Any
 from concur.errors import ConcurError, UnknownNameError
 
 BUILTINS = Path(__file__).with_name("components.toml")
-ENTRY_POINT_GROUPS = {"approach": "concur.approaches", "reader": "concur.readers", "generator": "concur.generators"}
+ENTRY_POINT_GROUPS = {
+    "approach": "concur.approaches",
+    "reader": "concur.readers",
+    "generator": "concur.generators",
+    "figure": "concur.figures",
+}
 
 
 @dataclass(frozen=True)
@@ -77,7 +83,23 @@ class GeneratorKind:
     inputs: tuple[str, ...] = ()
 
 
-DEFINITIONS: dict[str, type] = {"approach": ApproachKind, "reader": ReaderKind, "generator": GeneratorKind}
+@dataclass(frozen=True)
+class FigureKind:
+    """A kind of figure or table a recipe names (`analysis/*.toml`): the fields its recipes add, and how it is drawn.
+
+    `options` is a dataclass of the fields a recipe of this kind sets beside the common ones
+    (`concur.recipes.spec`), checked when the recipe is loaded. `draw(recipe, table, stem, output)`
+    draws from the EM table into files named after `stem` and records them in `output`
+    (`concur.recipes.drawing`). `reference` names the option holding the benchmark everything is
+    compared with, which `concur figures --reference` replaces; a list option's reference is its first item.
+    """
+
+    options: type
+    draw: Callable[..., None]
+    reference: str | None = None
+
+
+DEFINITIONS: dict[str, type] = {"approach": ApproachKind, "reader": ReaderKind, "generator": GeneratorKind, "figure": FigureKind}
 
 
 def resolve(kind: str, name: str) -> Any:
@@ -139,4 +161,4 @@ def _plugins(kind: str) -> tuple[Any, ...]:
 
 
 def _label(kind: str) -> str:
-    return "implementation" if kind == "approach" else kind
+    return {"approach": "implementation", "figure": "figure kind"}.get(kind, kind)

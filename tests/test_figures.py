@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,8 +17,8 @@ from scipy import stats
 from concur.analysis.reference import liu2023
 from concur.analysis.results import Results, load_results
 from concur.data.sources import SourceLocator
-from concur.recipes import run as recipe_run
 from concur.recipes.batch import State, draw_recipes
+from concur.recipes.kinds import heatmap as heatmap_kind
 from concur.recipes.run import run_recipe
 from concur.recipes.spec import load_recipe, recipe_paths
 from concur.registry import default_registry
@@ -217,7 +218,7 @@ def test_an_unexpected_error_in_one_recipe_is_logged_and_the_rest_are_drawn(publ
     def broken(*_args):
         raise ZeroDivisionError("a bug")
 
-    monkeypatch.setitem(recipe_run.RUNNERS, "heatmap", broken)
+    monkeypatch.setattr(heatmap_kind, "KIND", replace(heatmap_kind.KIND, draw=broken))
     paths = [ANALYSIS / "all-pairs-kendall.toml", ANALYSIS / "figure7.toml"]
     outcomes = draw_recipes(paths, ["liu2023"], lambda _requests: published, default_registry([]), tmp_path)
     assert [(outcome.name, outcome.state) for outcome in outcomes] == [("all-pairs-kendall", State.failed), ("figure7", State.drawn)]
@@ -281,7 +282,7 @@ def test_the_report_lists_a_failing_recipe_and_draws_the_rest(published, tmp_pat
     def broken(*_args):
         raise ZeroDivisionError("a bug")
 
-    monkeypatch.setitem(recipe_run.RUNNERS, "heatmap", broken)
+    monkeypatch.setattr(heatmap_kind, "KIND", replace(heatmap_kind.KIND, draw=broken))
     recipes = [load_recipe(ANALYSIS / "all-pairs-kendall.toml"), load_recipe(ANALYSIS / "figure7.toml")]
     registry = default_registry([])
     table = em_table(published, policy="best", benches=None, approaches=None, registry=registry)

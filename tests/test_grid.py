@@ -71,7 +71,7 @@ def test_a_space_that_draws_invalid_values_is_refused_with_the_file(tmp_path):
     registry = default_registry([tmp_path])
     assert len(expand_grid(registry, GridRequest("leaky-bidaf", "squad", hparams=1))) == 1  # setting 0 is fine
     with pytest.raises(
-        ConcurError, match=r"leaky-bidaf.*leaky-bidaf.toml.*setting 1 drawn from \[space\]: dropout = 1\.\d+ must be in \[0, 1\)"
+        ConcurError, match=r"leaky-bidaf.*leaky-bidaf.toml.*setting 1 drawn from \[space\]: dropout must be in \[0, 1\), got 1\.\d+"
     ):
         expand_grid(registry, GridRequest("leaky-bidaf", "squad", hparams=2))
 

@@ -186,7 +186,7 @@ def test_malformed_model_tables_fail_when_the_approach_is_built(tmp_path, model_
 
 
 def test_impossible_hyperparameters_are_named(tmp_path, model_dir):
-    with pytest.raises(SpecError, match=r"field 'hparams.warmup_ratio': = 1.5 must be between 0 and 1") as info:
+    with pytest.raises(SpecError, match=r"field 'hparams.warmup_ratio': must be between 0 and 1, got 1.5") as info:
         make_spec(tmp_path, {"path": str(model_dir)}, warmup_ratio=1.5)
     assert info.value.path == tmp_path / "tiny-bert.toml"
     spec = make_spec(tmp_path, {"path": str(model_dir)})

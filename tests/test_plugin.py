@@ -1,9 +1,11 @@
-"""A package installed beside concur adds an approach through an entry point, and a study runs it.
+"""A package installed beside concur adds an approach and a figure kind through entry points; a study runs
+the approach and `concur figures` draws the study with the kind.
 
 The plugin is built and installed for real (pip, hatchling, no network) into its own target
 directory; concur then runs in a fresh interpreter that sees it, as a user's would after
 `pip install`. Its approach answers every question with the `rank`-th most frequent answer
-of the training split, so the EM of each job is computed here from the data files.
+of the training split, so the EM of each job is computed here from the data files; its figure
+kind writes each approach's rank on each benchmark.
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ version = "0.1.0"
 
 [project.entry-points."concur.approaches"]
 majority = "concur_plugin_majority:KIND"
+
+[project.entry-points."concur.figures"]
+rank-table = "concur_plugin_majority.figures:KIND"
 
 [tool.hatch.build.targets.wheel]
 packages = ["concur_plugin_majority"]
@@ -86,6 +91,29 @@ class MajorityApproach:
         return {question.qid: self.answer for _, question in test.questions()}
 '''
 
+PLUGIN_FIGURES = '''
+"""A figure kind: each approach's rank on each benchmark (1 = the best EM), as a CSV."""
+from dataclasses import dataclass
+
+from concur.components import FigureKind
+from concur.recipes.drawing import write_text
+
+
+@dataclass(frozen=True)
+class RankOptions:
+    best_first: bool = True
+
+
+def draw(recipe, table, stem, output):
+    ranks = table.wide.rank(ascending=not recipe.options.best_first, method="min").astype(int)
+    write_text(stem.with_suffix(".csv"), ranks.sort_index().to_csv(index_label="approach"), output)
+
+
+KIND = FigureKind(options=RankOptions, draw=draw)
+'''
+
+RANK_RECIPE = 'kind = "rank-table"\ntitle = "Ranks of the plugin approaches"\nbest_first = true\n'
+
 STUDY = """
 name = "plugin-study"
 description = "two ranks of the plugin's majority answer on two bAbI-like benchmarks"
@@ -119,6 +147,7 @@ def plugin_site(tmp_path_factory) -> Path:
     (source / "pyproject.toml").write_text(PLUGIN_PYPROJECT)
     (source / "concur_plugin_majority" / "__init__.py").write_text(textwrap.dedent(PLUGIN_INIT))
     (source / "concur_plugin_majority" / "approach.py").write_text(textwrap.dedent(PLUGIN_APPROACH))
+    (source / "concur_plugin_majority" / "figures.py").write_text(textwrap.dedent(PLUGIN_FIGURES))
     site = root / "site"
     subprocess.run(
         [
@@ -146,7 +175,7 @@ def _concur(site: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.slow
-def test_an_installed_plugin_approach_runs_in_a_study(plugin_site, tmp_path):
+def test_an_installed_plugin_approach_runs_in_a_study_and_its_figure_kind_draws_it(plugin_site, tmp_path):
     registry = tmp_path / "registry"
     (registry / "approaches").mkdir(parents=True)
     (registry / "benchmarks").mkdir()
@@ -184,6 +213,18 @@ def test_an_installed_plugin_approach_runs_in_a_study(plugin_site, tmp_path):
             expected[approach, bench] = 100.0 * sum(ranked[rank] in answers for answers in gold) / len(gold)
     assert measured == pytest.approx(expected)
     assert len(set(expected.values())) > 1  # the two ranks score differently, so the study compares something
+
+    (tmp_path / "ranks.toml").write_text(RANK_RECIPE)
+    out = tmp_path / "figures"
+    drawn = _concur(plugin_site, *common, "figures", "ranks.toml", "--results", f"study:{study}", "--out-dir", str(out), cwd=tmp_path)
+    assert drawn.returncode == 0, drawn.stdout + drawn.stderr
+    with (out / "ranks.csv").open() as handle:
+        rows = {row["approach"]: row for row in csv.DictReader(handle)}
+    for bench in ("babi-like-a", "babi-like-b"):
+        scores = {approach: expected[approach, bench] for approach in ("plugin-first", "plugin-second")}
+        assert {approach: int(rows[approach][bench]) for approach in scores} == {
+            approach: 1 + sum(other > score for other in scores.values()) for approach, score in scores.items()
+        }
 
 
 def test_a_spec_naming_a_missing_plugin_is_one_line_with_the_installed_names(tmp_path):

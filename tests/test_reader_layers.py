@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from concur.approaches.reader.layers import (
     MASKED,
@@ -143,9 +145,19 @@ def test_char_cnn_shape_and_independence_from_padding(kernel):
     torch.testing.assert_close(alone[0, 0], out[0, 0])
 
 
-def test_char_cnn_with_an_even_kernel():
-    cnn = CharCNN(n_chars=12, char_dim=4, filters=6, kernel=4)
-    assert cnn(torch.randint(0, 12, (2, 3, 7))).shape == (2, 3, 6)
+@pytest.mark.parametrize("kernel", [3, 4])
+def test_char_cnn_keeps_the_word_width_as_same_padding_does_without_a_warning(kernel):
+    torch.manual_seed(0)
+    cnn = CharCNN(n_chars=12, char_dim=4, filters=6, kernel=kernel)
+    chars = torch.randint(1, 12, (2, 3, 7))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # PyTorch warns for an even kernel with padding="same"
+        pooled = cnn(chars)
+    embedded = cnn.embedding(chars.reshape(6, 7)).transpose(1, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        same = F.conv1d(embedded, cnn.conv.weight, cnn.conv.bias, padding="same")
+    torch.testing.assert_close(pooled, F.relu(same).amax(dim=-1).reshape(2, 3, 6))
 
 
 def test_highway_carries_or_transforms_by_its_gate():

@@ -202,8 +202,8 @@ def test_malformed_benchmark_specs(tmp_path, text, field, problem):
     ("change", "field", "problem"),
     [
         (("learning_rate", "learning_rat"), "hparams.learning_rat", "did you mean 'learning_rate'"),
-        (("epochs = 3", 'epochs = "three"'), "hparams.epochs", "must be float"),
-        (("doc_stride = 128\n", ""), "hparams", "missing doc_stride"),
+        (("epochs = 3", 'epochs = "three"'), "hparams.epochs", "must be a number, got 'three'"),
+        (("doc_stride = 128\n", ""), "hparams.doc_stride", "is required"),
         (('lr_schedule = "linear"', 'lr_schedule = "cosine"'), "hparams.lr_schedule", "one of 'linear', 'constant'"),
         (('implementation = "hf-span"', 'implementation = "hf-spam"'), "implementation", "did you mean 'hf-span'"),
         (

@@ -139,7 +139,7 @@ def test_overrides_apply_to_every_setting_and_leave_the_draws_alone(tmp_path):
             "hparams.rasor",
             "approach 'rasor' is not among this study's approaches (tiny-rasor, tiny-bidaf)",
         ),
-        ('[hparams.tiny-rasor]\nepochs = "one"\n', "hparams.tiny-rasor.epochs", "must be float, got 'one'"),
+        ('[hparams.tiny-rasor]\nepochs = "one"\n', "hparams.tiny-rasor.epochs", "must be a number, got 'one'"),
         ("[budget]\ntrain_question = 1500\n", "budget.train_question", "is not a known field; did you mean 'train_questions'?"),
         ("[budget]\ntrain_questions = 0\n", "budget.train_questions", "must be a positive number of questions, got 0"),
         ("[budget]\nseed = 1\n", "budget", "sets neither train_questions nor test_questions"),

@@ -12,6 +12,7 @@ they are resampled with replacement (the same draws as `concur.analysis.bootstra
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import numpy as np
 from scipy.special import expit, logit, ndtr, ndtri
@@ -19,7 +20,8 @@ from scipy.special import expit, logit, ndtr, ndtri
 from concur.analysis.bootstrap import resample_weights
 from concur.errors import ConcurError, UnknownNameError
 
-SCALINGS = ("linear", "probit", "logit")
+Scaling = Literal["linear", "probit", "logit"]  # how scores are mapped before the linear fit
+SCALINGS: tuple[str, ...] = get_args(Scaling)
 # Scores of exactly 0 or 100 % have no probit/logit; they are moved this many percentage
 # points inside [0, 100] first: half a question on a 1,000-question test set, finer than any
 # difference such a benchmark can show.

@@ -19,7 +19,8 @@ from concur.analysis.leaderboards import LEADERBOARDS
 from concur.analysis.results import STORE, Results
 from concur.errors import ConcurError, DownloadError, MissingSourceError, UnknownNameError
 from concur.fsutil import atomic_open
-from concur.recipes.run import Output, run_recipe
+from concur.recipes.drawing import Output
+from concur.recipes.run import run_recipe
 from concur.recipes.spec import Recipe, load_recipe
 from concur.registry import Registry
 

@@ -1,69 +1,63 @@
 """Read a recipe (`analysis/<name>.toml`): one paper figure or table, as data.
 
 Common fields: `kind`, `title`, `description`, `benches`, `approaches`, `policy`, optional
-`results` (a recipe tied to one source, e.g. a leaderboard) and a `[bootstrap]` table.
-Each kind adds its own fields (see `KIND_FIELDS`); unknown fields are errors naming the
-file and the closest valid field, so a typo never silently changes a figure.
+`results` (a recipe tied to one source, e.g. a leaderboard) and a `[bootstrap]` table. The
+kind names a figure kind (`concur.components.FigureKind`: a built-in, an installed plugin's,
+or `module:attr`), whose options dataclass declares the fields it adds; unknown fields are
+errors naming the file and the closest valid field, so a typo never silently changes a figure.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+import dataclasses
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from concur.analysis.bootstrap import BootstrapSettings, Interval
-from concur.analysis.concurrence import Method
 from concur.analysis.policy import Policy
-from concur.analysis.robustness import SCALINGS
+from concur.components import resolve
 from concur.errors import SpecError
+from concur.registry.options import component, read_options
 from concur.registry.tables import Table
 from concur.userfiles import load_toml
 
 COMMON_FIELDS = {"kind", "title", "description", "citation", "benches", "approaches", "policy", "results", "bootstrap"}
-KIND_FIELDS: dict[str, set[str]] = {
-    "concurrence-table": {"rows", "methods"},
-    "scatter-grid": {"reference", "columns"},
-    "heatmap": {"method", "order"},
-    "downsampling": {"sizes"},
-    "perfect-or-chance": {"perfect", "chance"},
-    "approach-count": {"reference", "method", "counts", "draws", "seed"},
-    "robustness": {"x", "scalings", "metric"},
-}
-ORDERS = ("family", "cluster")
-METRICS = ("em", "f1")
-# The option naming the benchmark a kind compares everything with; `concur figures --reference` replaces it.
-REFERENCE_OPTION = {"concurrence-table": "rows", "scatter-grid": "reference", "approach-count": "reference"}
 
 
 @dataclass(frozen=True)
 class Recipe:
     name: str
     path: Path
-    kind: str
+    kind: str  # a figure kind's name
     title: str
+    options: Any  # the kind's options dataclass, filled from the recipe's own fields
     description: str = ""
     benches: str | None = None
     approaches: str | None = None
     policy: Policy = Policy.best
     results: tuple[str, ...] | None = None
     bootstrap: BootstrapSettings = BootstrapSettings()
-    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def anchors(self) -> list[str]:
+        """The benchmarks everything is compared with (the reference first), if the kind has them."""
+        option = resolve("figure", self.kind).reference
+        value = getattr(self.options, option) if option else None
+        return [] if value is None else list(value) if isinstance(value, list) else [value]
 
     @property
     def reference(self) -> str | None:
         """The benchmark everything is compared with (a table's first row), if the kind has one."""
-        option = REFERENCE_OPTION.get(self.kind)
-        value = self.options.get(option) if option else None
-        return value[0] if isinstance(value, list) else value
+        return next(iter(self.anchors), None)
 
     def with_reference(self, reference: str) -> Recipe:
         """The same recipe compared with `reference` instead (one's own results rarely hold the paper's SQuAD)."""
-        option = REFERENCE_OPTION.get(self.kind)
+        option = resolve("figure", self.kind).reference
         if option is None:
             return self
-        value = [reference] if option == "rows" else reference
-        return replace(self, options={**self.options, option: value})
+        value = [reference] if isinstance(getattr(self.options, option), list) else reference
+        return replace(self, options=replace(self.options, **{option: value}))
 
 
 def recipe_paths(target: Path) -> list[Path]:
@@ -80,23 +74,26 @@ def recipe_paths(target: Path) -> list[Path]:
 
 def load_recipe(path: Path) -> Recipe:
     top = Table(load_toml(path), path)
-    kind = top.choice("kind", tuple(KIND_FIELDS))
-    top.reject_unknown(COMMON_FIELDS | KIND_FIELDS[kind])
+    kind = component(top, "kind", "figure")
+    options_class = resolve("figure", kind).options
+    option_fields = {item.name for item in dataclasses.fields(options_class)}
+    top.reject_unknown(COMMON_FIELDS | option_fields)
     results = top.get("results", list)
     if results is not None and not all(isinstance(item, str) for item in results):
         raise top.error("results", "must be a list of result source names")
+    own = Table({key: value for key, value in top.data.items() if key in option_fields}, path)
     return Recipe(
         name=path.stem,
         path=path,
         kind=kind,
         title=top.get("title", str, required=True),
+        options=read_options(options_class, own),
         description=top.get("description", str, ""),
         benches=top.get("benches", str),
         approaches=top.get("approaches", str),
         policy=Policy(top.choice("policy", tuple(Policy), Policy.best.value)),
         results=tuple(results) if results is not None else None,
         bootstrap=_bootstrap(top.table("bootstrap")),
-        options=_options(top, kind),
     )
 
 
@@ -117,50 +114,3 @@ def _bootstrap(table: Table | None) -> BootstrapSettings:
         confidence=confidence,
         interval=Interval(table.choice("interval", tuple(Interval), defaults.interval.value)),
     )
-
-
-def _options(top: Table, kind: str) -> dict[str, Any]:
-    if kind == "concurrence-table":
-        methods = top.get("methods", list, [str(method) for method in Method])
-        for method in methods:
-            if method not in tuple(Method):
-                raise top.error("methods", f"{method!r} is not one of {', '.join(Method)}")
-        rows = top.get("rows", list, required=True)
-        if not rows or not all(isinstance(row, str) and row for row in rows):
-            raise top.error("rows", "must be a non-empty list of benchmark ids (the first is the reference)")
-        return {"rows": rows, "methods": [Method(method) for method in methods]}
-    if kind == "scatter-grid":
-        return {"reference": top.get("reference", str, required=True), "columns": _positive(top, "columns", 3)}
-    if kind == "heatmap":
-        return {"method": Method(top.choice("method", tuple(Method), Method.kendall.value)), "order": top.choice("order", ORDERS, "family")}
-    if kind == "downsampling":
-        sizes = top.table("sizes", required=True)
-        return {"sizes": {bench: _positive(sizes, bench, None) for bench in sizes.data}}
-    if kind == "perfect-or-chance":
-        perfect, chance = top.get("perfect", float, required=True), top.get("chance", float, required=True)
-        if not 0.0 <= chance < perfect <= 100.0:
-            raise top.error("chance", f"must satisfy 0 <= chance < perfect <= 100, got chance {chance}, perfect {perfect}")
-        return {"perfect": perfect, "chance": chance}
-    if kind == "approach-count":
-        counts = top.get("counts", list, required=True)
-        if not counts or not all(isinstance(count, int) and count >= 3 for count in counts):
-            raise top.error("counts", "must be a list of subset sizes, each at least 3")
-        return {
-            "reference": top.get("reference", str, required=True),
-            "method": Method(top.choice("method", tuple(Method), Method.kendall.value)),
-            "counts": counts,
-            "draws": _positive(top, "draws", None),
-            "seed": top.get("seed", int, 0),
-        }
-    scalings = top.get("scalings", list, list(SCALINGS))
-    for scaling in scalings:
-        if scaling not in SCALINGS:
-            raise top.error("scalings", f"{scaling!r} is not one of {', '.join(SCALINGS)}")
-    return {"x": top.get("x", str, required=True), "scalings": scalings, "metric": top.choice("metric", METRICS, "em")}
-
-
-def _positive(table: Table, key: str, default: int | None) -> int:
-    value = table.get(key, int, default, required=default is None)
-    if value < 1:
-        raise table.error(key, f"must be a positive integer, got {value}")
-    return value

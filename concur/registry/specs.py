@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from concur.components import names, resolve
-from concur.errors import ConcurError, SpecError
+from concur.components import resolve
+from concur.errors import SpecError
 from concur.registry.hparams import hparams_problem
+from concur.registry.options import component
 from concur.registry.tables import DESCRIPTIVE_KEYS, Table, content_hash
 
 BENCHMARK_FAMILIES = ("human", "downsampled", "cloze", "synthetic")
@@ -216,7 +217,7 @@ def parse_benchmark(data: dict[str, Any], path: Path) -> BenchmarkSpec:
 def _source(sources: Table, name: str) -> SourceFile:
     table = sources.table(name, required=True)
     table.reject_unknown({"reader", "path", "md5", "url", "archive", "archive_md5", "member", "options"})
-    reader = _component(table, "reader", "reader") if "reader" in table.data else None
+    reader = component(table, "reader", "reader") if "reader" in table.data else None
     source = SourceFile(
         name=name,
         reader=reader,
@@ -249,7 +250,7 @@ def _reader_options(source: Table, reader: str | None) -> dict[str, Any]:
 
 def _generator(table: Table, sources: dict[str, SourceFile]) -> GeneratorPlan:
     table.reject_unknown({"name", "seed", "options"})
-    name = _component(table, "name", "generator")
+    name = component(table, "name", "generator")
     options_table = table.table("options") or Table({}, table.path, f"{table.field_name('options')}.")
     plan = GeneratorPlan(
         name=name, seed=table.get("seed", int, required=True), options=_typed_options(options_table, resolve("generator", name).options)
@@ -258,18 +259,6 @@ def _generator(table: Table, sources: dict[str, SourceFile]) -> GeneratorPlan:
         if source not in sources:
             raise options_table.error(None, f"names source {source!r}, which is not declared; declared: {', '.join(sources) or 'none'}")
     return plan
-
-
-def _component(table: Table, key: str, kind: str) -> str:
-    """The component name at `key`, resolved now so a typo or a broken plugin names the spec's file and line."""
-    name = table.get(key, str, required=True)
-    if ":" not in name:
-        table.choice(key, tuple(names(kind)))
-    try:
-        resolve(kind, name)
-    except ConcurError as exc:
-        raise table.error(key, str(exc)) from None
-    return name
 
 
 def _typed_options(table: Table, accepted: Mapping[str, type]) -> dict[str, Any]:
@@ -343,7 +332,7 @@ def parse_approach(data: dict[str, Any], path: Path) -> ApproachSpec:
     family = top.choice("family", APPROACH_FAMILIES)
     implementation = top.get("implementation", str, required=True)
     hparams = top.get("hparams", dict, required=True)
-    _component(top, "implementation", "approach")
+    component(top, "implementation", "approach")
     problem = hparams_problem(implementation, hparams)
     if problem:
         key, message = problem

@@ -28,7 +28,7 @@ from concur.plots.heatmap import concurrence_heatmap
 from concur.plots.style import save_figure
 from concur.progress import task_progress
 from concur.recipes.batch import State, draw_recipe
-from concur.recipes.run import MIN_BENCHMARKS
+from concur.recipes.drawing import MIN_BENCHMARKS
 from concur.recipes.spec import Recipe
 from concur.registry import Registry
 from concur.report.provenance import PUBLISHED, Provenance, collect_provenance, selected_rows
