@@ -17,7 +17,7 @@ import functools
 import importlib
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
@@ -59,13 +59,14 @@ class ApproachKind:
 class ReaderKind:
     """A reader of one upstream format: `read(path, split_name, **options)` -> Split.
 
-    `options` maps each option a spec may set (`[sources.<name>.options]`) to its type; the
-    defaults are the function's own. An option listed in `companions` names another source of
+    `options` is a dataclass of what a spec may set (`[sources.<name>.options]`), checked when
+    the spec is loaded (None: the reader takes none); `read` takes its fields as keyword
+    arguments, with the same defaults. An option listed in `companions` names another source of
     the spec and reaches `read` as that source's located path.
     """
 
     read: Callable[..., Any]
-    options: Mapping[str, type] = field(default_factory=dict)
+    options: type | None = None
     companions: tuple[str, ...] = ()
 
 
@@ -73,13 +74,14 @@ class ReaderKind:
 class GeneratorKind:
     """A seeded generator of a synthetic benchmark: `generate(seed=..., **options)` -> (train, test).
 
-    `options` maps each option a spec may set (`[generator.options]`) to its type; an option
-    listed in `inputs` names a source of the spec (a corpus, vectors, a knowledge graph) and
-    reaches `generate` as that source's located path.
+    `options` is a dataclass of what a spec may set (`[generator.options]`), checked when the
+    spec is loaded; `generate` takes its fields as keyword arguments, with the same defaults. An
+    option listed in `inputs` names a source of the spec (a corpus, vectors, a knowledge graph)
+    and reaches `generate` as that source's located path.
     """
 
     generate: Callable[..., Any]
-    options: Mapping[str, type] = field(default_factory=dict)
+    options: type
     inputs: tuple[str, ...] = ()
 
 

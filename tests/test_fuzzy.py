@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import random
@@ -12,7 +13,7 @@ import pytest
 
 from concur.components import resolve
 from concur.data.corpora import wikitext_paragraphs
-from concur.data.fuzzy import OPTIONS, Corruption, answerable, corrupt, generate_fuzzy
+from concur.data.fuzzy import Corruption, FuzzyOptions, answerable, corrupt, generate_fuzzy
 from concur.data.generators import run_generator
 from concur.data.model import Split
 from concur.data.mrqa import write_mrqa
@@ -239,10 +240,14 @@ def test_short_documents_are_an_error_when_nothing_is_long_enough(tmp_path):
         generate_fuzzy(seed=0, passage_generator="gpt2", samples=samples)
 
 
-def test_registered_options_are_the_functions_parameters():
+def test_registered_options_are_the_functions_parameters_with_their_defaults():
     definition = resolve("generator", "fuzzy")
     parameters = inspect.signature(generate_fuzzy).parameters
-    assert definition.options == OPTIONS and set(OPTIONS) == set(parameters) - {"seed"}
+    assert definition.options is FuzzyOptions
+    required = object()  # no default: the dataclass says MISSING, the signature `empty`
+    options = {item.name: required if item.default is dataclasses.MISSING else item.default for item in dataclasses.fields(FuzzyOptions)}
+    defaults = {name: required if parameter.default is parameter.empty else parameter.default for name, parameter in parameters.items()}
+    assert options == {name: default for name, default in defaults.items() if name != "seed"}
     assert set(definition.inputs) == {"corpus", "samples", "treebank", "vectors"}
 
 

@@ -1,6 +1,7 @@
 """Generated benchmarks: the `[generator]` spec table, its errors, and `prepare` running a generator."""
 
 import random
+from dataclasses import dataclass
 
 import pytest
 
@@ -12,7 +13,13 @@ from concur.errors import SpecError
 from tests.conftest import user_benchmark
 
 
-def _words_generator(*, seed: int, words, per_split: int = 4) -> tuple[Split, Split]:
+@dataclass(frozen=True)
+class WordsOptions:
+    words: str  # the source holding the vocabulary
+    per_split: int = 4
+
+
+def _words_generator(*, seed: int, words, per_split: int = WordsOptions.per_split) -> tuple[Split, Split]:
     """Passages of two words drawn from the `words` input file; the question asks for the second."""
     vocabulary = words.read_text().split()
     splits = []
@@ -30,7 +37,7 @@ def _words_generator(*, seed: int, words, per_split: int = 4) -> tuple[Split, Sp
 
 
 # A generator no registry lists: the spec names it by `module:attr`, as a user's own would.
-WORDS = GeneratorKind(_words_generator, options={"words": str, "per_split": int}, inputs=("words",))
+WORDS = GeneratorKind(_words_generator, options=WordsOptions, inputs=("words",))
 NOT_A_GENERATOR = 42
 
 

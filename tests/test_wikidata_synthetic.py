@@ -16,7 +16,7 @@ from concur.data.kg_build import build_kg
 from concur.data.model import Split
 from concur.data.mrqa import write_mrqa
 from concur.data.wikidata_synthetic import (
-    OPTIONS,
+    WikidataOptions,
     WikidataSynthetic,
     WikidataSyntheticConfig,
     generate,
@@ -249,10 +249,13 @@ def test_registered_with_every_option():
         "entity_types",
         "type_labels",
     }
-    assert {field.name for field in dataclasses.fields(WikidataSyntheticConfig)} <= set(OPTIONS)
+    options = {field.name for field in dataclasses.fields(WikidataOptions)}
+    assert definition.options is WikidataOptions and options == set(definition.inputs) | {
+        field.name for field in dataclasses.fields(WikidataSyntheticConfig)
+    }
     spec = default_registry().benchmark("wikidata-synthetic")
     assert spec.generator.name == "wikidata"
-    assert set(spec.generator.options) == set(OPTIONS) - {"kg"}  # the spec states every parameter
+    assert set(spec.generator.options) == options - {"kg"}  # the spec states every parameter
 
 
 # the real shared data, full size

@@ -23,6 +23,7 @@ import re
 import tarfile
 import zlib
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from concur.components import ReaderKind
@@ -35,7 +36,23 @@ _ENTITY = re.compile(r"@entity\d+")
 _BLOCKS = ("URL", "context", "question", "answer")  # each followed by a blank line
 
 
-def read_cnn(path: Path, split_name: str = "", *, directory: str = "training", sample: int = 0, seed: int = 0) -> Split:
+@dataclass(frozen=True)
+class CnnOptions:
+    """What a spec may set for the cnn reader (`[sources.<name>.options]`)."""
+
+    directory: str = "training"  # one of DIRECTORIES: the archive's questions/<directory>/
+    sample: int = 0  # keep this many questions, drawn with `seed` (0: all)
+    seed: int = 0
+
+
+def read_cnn(
+    path: Path,
+    split_name: str = "",
+    *,
+    directory: str = CnnOptions.directory,
+    sample: int = CnnOptions.sample,
+    seed: int = CnnOptions.seed,
+) -> Split:
     """Read the questions under `*/questions/<directory>/` of the archive; `sample` > 0 keeps that many."""
     if directory not in DIRECTORIES:
         raise ConcurError(f"the cnn reader's 'directory' must be one of {', '.join(DIRECTORIES)}, got {directory!r}")
@@ -109,4 +126,4 @@ def _passage(where: str, qid: str, text: str, split: Split) -> Passage | None:
     return None if question is None else Passage(context=context, qas=[question], article=url)
 
 
-READER = ReaderKind(read_cnn, options={"directory": str, "sample": int, "seed": int})
+READER = ReaderKind(read_cnn, options=CnnOptions)

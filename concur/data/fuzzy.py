@@ -56,26 +56,6 @@ from concur.progress import task_progress
 PASSAGE_GENERATORS = ("uniform", "3gram", "pcfg", "gpt2", "wikipedia")
 UNKNOWN_TOKEN = "<unk>"
 INPUTS = ("corpus", "samples", "treebank", "vectors")
-OPTIONS: dict[str, type] = {
-    "passage_generator": str,
-    "corpus": str,
-    "samples": str,
-    "treebank": str,
-    "vectors": str,
-    "max_vectors": int,
-    "passage_tokens": int,
-    "train_passages": int,
-    "test_passages": int,
-    "questions_per_passage": int,
-    "context_tokens": int,
-    "mask": str,
-    "replace_probability": float,
-    "neighbours": int,
-    "permutation_window": int,
-    "dropout_rate": float,
-    "ngram_order": int,
-    "max_depth": int,
-}
 _NEEDS = {"3gram": "corpus", "pcfg": "treebank", "gpt2": "samples", "wikipedia": "corpus"}
 _POSITIVE = ("passage_tokens", "train_passages", "test_passages", "questions_per_passage", "context_tokens", "ngram_order", "max_depth")
 _NON_NEGATIVE = ("neighbours", "permutation_window", "max_vectors")
@@ -97,6 +77,34 @@ class Corruption:
     dropout_rate: float = 0.2
 
 
+@dataclass(frozen=True)
+class FuzzyOptions:
+    """What a spec may set in `[generator.options]`; the defaults are the paper's sizes (2,000 passages x 5 questions per split).
+
+    `corpus`, `samples`, `treebank` and `vectors` name sources of the spec (`INPUTS`); which
+    ones a passage generator needs is checked when it runs.
+    """
+
+    passage_generator: str  # one of PASSAGE_GENERATORS
+    corpus: str | None = None
+    samples: str | None = None
+    treebank: str | None = None
+    vectors: str | None = None
+    max_vectors: int = 0  # rows of the vector file read (0: all)
+    passage_tokens: int = 150
+    train_passages: int = 2000
+    test_passages: int = 2000
+    questions_per_passage: int = 5
+    context_tokens: int = Corruption.context_tokens
+    mask: str = Corruption.mask
+    replace_probability: float = Corruption.replace_probability
+    neighbours: int = Corruption.neighbours
+    permutation_window: int = Corruption.permutation_window
+    dropout_rate: float = Corruption.dropout_rate
+    ngram_order: int = 3
+    max_depth: int = 40
+
+
 @dataclass
 class _Draft:
     """A passage whose questions still hold unresolved neighbour replacements."""
@@ -113,19 +121,19 @@ def generate_fuzzy(
     samples: Path | None = None,
     treebank: Path | None = None,
     vectors: Path | None = None,
-    max_vectors: int = 0,
-    passage_tokens: int = 150,
-    train_passages: int = 2000,
-    test_passages: int = 2000,
-    questions_per_passage: int = 5,
-    context_tokens: int = Corruption.context_tokens,
-    mask: str = Corruption.mask,
-    replace_probability: float = Corruption.replace_probability,
-    neighbours: int = Corruption.neighbours,
-    permutation_window: int = Corruption.permutation_window,
-    dropout_rate: float = Corruption.dropout_rate,
-    ngram_order: int = 3,
-    max_depth: int = 40,
+    max_vectors: int = FuzzyOptions.max_vectors,
+    passage_tokens: int = FuzzyOptions.passage_tokens,
+    train_passages: int = FuzzyOptions.train_passages,
+    test_passages: int = FuzzyOptions.test_passages,
+    questions_per_passage: int = FuzzyOptions.questions_per_passage,
+    context_tokens: int = FuzzyOptions.context_tokens,
+    mask: str = FuzzyOptions.mask,
+    replace_probability: float = FuzzyOptions.replace_probability,
+    neighbours: int = FuzzyOptions.neighbours,
+    permutation_window: int = FuzzyOptions.permutation_window,
+    dropout_rate: float = FuzzyOptions.dropout_rate,
+    ngram_order: int = FuzzyOptions.ngram_order,
+    max_depth: int = FuzzyOptions.max_depth,
 ) -> tuple[Split, Split]:
     """Both splits of a FuzzySyntheticQA benchmark (the paper's sizes by default: 2,000 passages x 5 questions each)."""
     _check_options(passage_generator, locals())
@@ -329,4 +337,4 @@ def _check_options(generator: str, options: dict[str, object]) -> None:
         raise ConcurError(f"fuzzy generator: mask must be one token without spaces, got {options['mask']!r}")
 
 
-GENERATOR = GeneratorKind(generate_fuzzy, OPTIONS, INPUTS)
+GENERATOR = GeneratorKind(generate_fuzzy, FuzzyOptions, INPUTS)

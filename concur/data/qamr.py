@@ -177,4 +177,11 @@ def _passage(document: str, order: list[str], tokens: dict[str, list[str]], rows
     return Passage(context=context, qas=questions, article=document)
 
 
-READER = ReaderKind(read_qamr, options={"sentences": str}, companions=("sentences",))
+@dataclass(frozen=True)
+class QamrOptions:
+    """What a spec sets for the qamr reader: the source holding the sentences the questions index into."""
+
+    sentences: str
+
+
+READER = ReaderKind(read_qamr, options=QamrOptions, companions=("sentences",))

@@ -32,7 +32,7 @@ from __future__ import annotations
 import random
 import typing
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -93,9 +93,21 @@ class WikidataSyntheticConfig:
 KG_INPUTS = ("kg",)
 CODEX_INPUTS = ("triples", "valid_triples", "test_triples", "relations", "labels", "entity_types", "type_labels")
 INPUTS = KG_INPUTS + CODEX_INPUTS
-OPTIONS: dict[str, type] = {name: str for name in INPUTS} | {
-    item.name: typing.get_type_hints(WikidataSyntheticConfig)[item.name] for item in fields(WikidataSyntheticConfig)
-}
+
+
+@dataclass(frozen=True)
+class WikidataOptions(WikidataSyntheticConfig):
+    """What a spec may set in `[generator.options]`: every generation parameter, and its input sources (`INPUTS`):
+    the compact graph `kg`, or the CoDEx files (`triples`, `relations`, `labels` at least)."""
+
+    kg: str | None = None
+    triples: str | None = None
+    valid_triples: str | None = None
+    test_triples: str | None = None
+    relations: str | None = None
+    labels: str | None = None
+    entity_types: str | None = None
+    type_labels: str | None = None
 
 
 def generate(seed: int, **options: typing.Any) -> tuple[Split, Split]:
@@ -308,4 +320,4 @@ def _distinct(values: np.ndarray, size: int) -> np.ndarray:
     return np.flatnonzero(marks)
 
 
-GENERATOR = GeneratorKind(generate, OPTIONS, INPUTS)
+GENERATOR = GeneratorKind(generate, WikidataOptions, INPUTS)

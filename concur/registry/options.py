@@ -41,7 +41,10 @@ def options_problem(cls: type, values: Mapping[str, Any], member: str = "a known
     missing = [name for name, item in fields.items() if name not in values and _required(item)]
     if missing:
         return (missing[0], "is required") if len(missing) == 1 else (None, f"missing {', '.join(missing)}")
-    options = build_options(cls, values)
+    try:
+        options = build_options(cls, values)
+    except ConcurError as error:  # a dataclass that checks its values as it is built
+        return None, str(error)
     problem = options.problem() if hasattr(options, "problem") else None
     if problem is not None:
         name, message = problem

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from typing import Any
 from concur.components import resolve
 from concur.errors import SpecError
 from concur.registry.hparams import hparams_problem
-from concur.registry.options import component
+from concur.registry.options import component, read_options
 from concur.registry.tables import DESCRIPTIVE_KEYS, Table, content_hash
 
 BENCHMARK_FAMILIES = ("human", "downsampled", "cloze", "synthetic")
@@ -245,7 +244,10 @@ def _reader_options(source: Table, reader: str | None) -> dict[str, Any]:
         return {}
     if reader is None:
         raise source.error("options", "are given to a reader; this source names none")
-    return _typed_options(table, resolve("reader", reader).options)
+    accepted = resolve("reader", reader).options
+    if accepted is None:
+        raise source.error("options", f"the {reader!r} reader takes no options")
+    return _given_options(accepted, table)
 
 
 def _generator(table: Table, sources: dict[str, SourceFile]) -> GeneratorPlan:
@@ -253,7 +255,7 @@ def _generator(table: Table, sources: dict[str, SourceFile]) -> GeneratorPlan:
     name = component(table, "name", "generator")
     options_table = table.table("options") or Table({}, table.path, f"{table.field_name('options')}.")
     plan = GeneratorPlan(
-        name=name, seed=table.get("seed", int, required=True), options=_typed_options(options_table, resolve("generator", name).options)
+        name=name, seed=table.get("seed", int, required=True), options=_given_options(resolve("generator", name).options, options_table)
     )
     for source in plan.inputs:
         if source not in sources:
@@ -261,10 +263,10 @@ def _generator(table: Table, sources: dict[str, SourceFile]) -> GeneratorPlan:
     return plan
 
 
-def _typed_options(table: Table, accepted: Mapping[str, type]) -> dict[str, Any]:
-    """Every key known to the reader or generator, of the type it takes."""
-    table.reject_unknown(set(accepted))
-    return {key: table.get(key, accepted[key], required=True) for key in table.data}
+def _given_options(accepted: type, table: Table) -> dict[str, Any]:
+    """The options `table` gives, checked against the component's options dataclass and converted to its types."""
+    options = read_options(accepted, table)
+    return {key: getattr(options, key) for key in table.data}
 
 
 def _carve(table: Table | None, sources: dict[str, SourceFile]) -> Carve | None:
