@@ -38,4 +38,5 @@ def test_wheel_install_carries_specs_and_reference_data(tmp_path):
     assert module_file.startswith(str(target))
     assert spec_dir == str(target / "concur" / "_specs")
     assert bert_file == str(target / "concur" / "_specs" / "approaches" / "bert-base.toml")
-    assert (benches, approaches) == (62, 21)
+    # every spec of the checkout is in the wheel
+    assert (benches, approaches) == (len(list((REPO / "benchmarks").glob("*.toml"))), len(list((REPO / "approaches").glob("*.toml"))))

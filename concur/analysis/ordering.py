@@ -12,6 +12,7 @@ import pandas as pd
 from scipy.cluster.hierarchy import leaves_list, linkage
 from scipy.spatial.distance import squareform
 
+from concur.analysis.concurrence import ConcurrenceMatrix, Method, concurrence_matrix
 from concur.registry.registry import natural_key
 
 CLUSTER_METHOD = "average"  # UPGMA: a cluster's distance is the mean over its members, robust to one odd pair
@@ -36,3 +37,9 @@ def cluster_order(matrix: pd.DataFrame) -> list[str]:
     np.fill_diagonal(distance, 0.0)
     tree = linkage(squareform(distance, checks=False), method=CLUSTER_METHOD, optimal_ordering=True)
     return [labels[leaf] for leaf in leaves_list(tree)]
+
+
+def clustered_matrix(wide: pd.DataFrame, method: Method) -> tuple[pd.DataFrame, ConcurrenceMatrix]:
+    """`wide` with its benchmarks in `cluster_order` of their concurrence, and the matrix in that order."""
+    wide = wide[cluster_order(concurrence_matrix(wide, method).values)]
+    return wide, concurrence_matrix(wide, method)

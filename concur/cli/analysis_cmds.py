@@ -11,7 +11,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from concur.analysis.bootstrap import BootstrapSettings, Interval, MatrixWithCI, bootstrap_matrix, compare_with_reference
+from concur.analysis.bootstrap import BootstrapSettings, Interval, MatrixWithCI, bootstrap_matrix
 from concur.analysis.concurrence import (
     METHOD_LABELS,
     METHOD_SYMBOLS,
@@ -21,7 +21,8 @@ from concur.analysis.concurrence import (
     concurrence_matrix,
     is_small_n,
 )
-from concur.analysis.ordering import cluster_order
+from concur.analysis.ordering import clustered_matrix
+from concur.analysis.pair import compare_pair
 from concur.analysis.policy import Policy
 from concur.analysis.render import (
     SMALL_N_FOOTNOTE,
@@ -127,12 +128,10 @@ def matrix(
     report_notes(table)
     if table.wide.shape[1] < 2:
         raise ConcurError(f"a matrix needs at least two benchmarks; these results and filters leave {list(table.wide.columns)}")
-    wide = table.wide
-    estimate = concurrence_matrix(wide, corr)
     if order is Order.cluster:
-        ranked = cluster_order(estimate.values)
-        wide = wide[ranked]
-        estimate = concurrence_matrix(wide, corr)
+        wide, estimate = clustered_matrix(table.wide, corr)
+    else:
+        wide, estimate = table.wide, concurrence_matrix(table.wide, corr)
     with_ci = None
     if ci:
         started = time.perf_counter()
@@ -220,7 +219,7 @@ def compare(
     if not_ids:
         raise ConcurError(f"compare takes benchmark ids, not families or patterns: {', '.join(not_ids)}")
     report_notes(table)
-    boot = BootstrapSettings(resamples, seed, confidence, interval)
+    compared = compare_pair(table.wide, first, second, BootstrapSettings(resamples, seed, confidence, interval), reference)
     rows = []
     payload = {
         "first": first,
@@ -231,19 +230,23 @@ def compare(
         "min_approaches": MIN_APPROACHES,
     }
     stats_lines = []
-    for method in Method:
-        cell = bootstrap_matrix(table.wide[[first, second]], method, boot)
-        value, n = cell.estimate.pair(first, second)
-        lower, upper = float(cell.lower.loc[first, second]), float(cell.upper.loc[first, second])
-        rows.append([METHOD_LABELS[method], _fmt(value), f"[{_fmt(lower)}, {_fmt(upper)}]", _n_text(n)])
-        payload[str(method)] = {"value": _number(value), "lower": _number(lower), "upper": _number(upper), "n": n, "small_n": is_small_n(n)}
-        stats_lines.append(f"{METHOD_SYMBOLS[method]} = {_fmt(value)} [{_fmt(lower)}, {_fmt(upper)}]")
+    for estimate in compared.estimates:
+        value, lower, upper, n = estimate.value, estimate.lower, estimate.upper, estimate.n
+        rows.append([METHOD_LABELS[estimate.method], _fmt(value), f"[{_fmt(lower)}, {_fmt(upper)}]", _n_text(n)])
+        payload[str(estimate.method)] = {
+            "value": _number(value),
+            "lower": _number(lower),
+            "upper": _number(upper),
+            "n": n,
+            "small_n": is_small_n(n),
+        }
+        stats_lines.append(f"{METHOD_SYMBOLS[estimate.method]} = {_fmt(value)} [{_fmt(lower)}, {_fmt(upper)}]")
     n = payload["kendall"]["n"]
     stats_lines.append(f"n = {n}" + (f" (fewer than {MIN_APPROACHES} approaches)" if is_small_n(n) else ""))
     sample_sizes = [n]
     if reference:
-        for method in Method:
-            test = compare_with_reference(table.wide, reference, first, second, method, boot)
+        for test in compared.versus_reference:
+            method = test.method
             label = f"{METHOD_LABELS[method]}: ({first}, {reference}) - ({second}, {reference})"
             p_value = "n/a" if math.isnan(test.p_value) else f"{test.p_value:.3f}"
             rows.append([label, _fmt(test.difference), f"[{_fmt(test.lower)}, {_fmt(test.upper)}]", f"{_n_text(test.n)}  p = {p_value}"])

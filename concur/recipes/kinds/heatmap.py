@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Literal
 
 from concur.analysis.concurrence import METHOD_LABELS, Method, concurrence_matrix
-from concur.analysis.ordering import cluster_order
+from concur.analysis.ordering import clustered_matrix
 from concur.analysis.render import matrix_csv
 from concur.analysis.view import EMTable
 from concur.components import FigureKind
@@ -26,11 +26,10 @@ class HeatmapOptions:
 def draw(recipe: Recipe, table: EMTable, stem: Path, output: Output) -> None:
     options: HeatmapOptions = recipe.options
     need(table, list(table.wide.columns))
-    wide = table.wide
-    matrix = concurrence_matrix(wide, options.method)
     if options.order == "cluster":
-        wide = wide[cluster_order(matrix.values)]
-        matrix = concurrence_matrix(wide, options.method)
+        wide, matrix = clustered_matrix(table.wide, options.method)
+    else:
+        wide, matrix = table.wide, concurrence_matrix(table.wide, options.method)
     write_text(stem.with_suffix(".csv"), matrix_csv(matrix.values), output)
     figure = concurrence_heatmap(
         matrix.values,
