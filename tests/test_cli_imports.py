@@ -38,3 +38,14 @@ def test_a_light_command_imports_no_heavy_library(tmp_path, args, shown):
     *_, heavy = ran.stderr.strip().splitlines()
     assert json.loads(heavy) == [], ran.stderr
     assert all(text in ran.stdout for text in shown), ran.stdout
+
+
+@pytest.mark.slow
+def test_a_driver_of_cpu_jobs_imports_neither_torch_nor_transformers(tmp_path, tiny_registry):
+    """The jobs import them in their own worker processes; the driver only plans, starts and indexes them."""
+    args = ["--registry", str(tiny_registry), "--runs-dir", str(tmp_path / "runs"), "run", "-a", "tiny-reader", "-b", "tiny-babi"]
+    args += ["--device", "cpu", "--source-dir", str(tmp_path / "data-root")]
+    ran = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    *_, heavy = ran.stderr.strip().splitlines()
+    assert "done: tiny-reader on tiny-babi" in ran.stdout, ran.stderr
+    assert not {"torch", "transformers"} & set(json.loads(heavy)), heavy

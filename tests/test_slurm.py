@@ -64,16 +64,21 @@ def _wait_for(slurm_id: str, state: str) -> None:
         time.sleep(0.5)
 
 
-def _status_until_settled(runs: Path, registry: Path) -> dict:
-    """`concur status --format json` until no submitted job is queued any more."""
-    deadline = time.monotonic() + WAIT_SECONDS
-    while True:
-        status = _concur(runs, registry, "status", "--format", "json")
-        assert status.returncode == 0, status.stderr
-        if ", 0 are still queued or running" in status.stderr:
-            return json.loads(status.stdout)
-        assert time.monotonic() < deadline, status.stderr
-        time.sleep(2)
+@pytest.fixture
+def settled(concur):
+    """`concur status --format json` (in this process) until no submitted job is queued any more."""
+
+    def poll(runs: Path, registry: Path) -> dict:
+        deadline = time.monotonic() + WAIT_SECONDS
+        while True:
+            status = concur("--registry", str(registry), "--runs-dir", str(runs), "status", "--format", "json")
+            assert status.returncode == 0, status.stderr
+            if ", 0 are still queued or running" in status.stderr:
+                return json.loads(status.stdout)
+            assert time.monotonic() < deadline, status.stderr
+            time.sleep(0.5)
+
+    return poll
 
 
 def _slow_approach(registry: Path, name: str, epochs: float) -> None:
@@ -106,7 +111,7 @@ def test_a_grid_runs_as_a_job_array_and_a_rerun_submits_nothing(slurm, tmp_path,
     assert len(_ledger(runs)) == 2
 
 
-def test_the_driver_can_leave_and_a_requeued_job_records_its_restart(slurm, tmp_path, tiny_registry):
+def test_the_driver_can_leave_and_a_requeued_job_records_its_restart(slurm, settled, tmp_path, tiny_registry):
     _slow_approach(tiny_registry, "tiny-slow", 60.0)
     runs = tmp_path / "runs"
     submitted = _concur(
@@ -122,14 +127,14 @@ def test_the_driver_can_leave_and_a_requeued_job_records_its_restart(slurm, tmp_
     subprocess.run(["scontrol", "update", f"jobid={entry['slurm_id']}", "StartTime=now"], check=True)  # skip the requeue delay
     again = _concur(runs, tiny_registry, "run", "-a", "tiny-slow", "-b", "tiny-babi", *CPU, "--no-wait")
     assert f"is queued as Slurm job {entry['slurm_id']}; not submitting it again" in again.stderr
-    status = _status_until_settled(runs, tiny_registry)
+    status = settled(runs, tiny_registry)
     assert status["summary"]["done"] == 1 and status["summary"]["failed"] == 0
     result = json.loads((runs / "jobs" / entry["key"] / "result.json").read_text())
     assert result["status"] == "ok" and result["scheduler"]["restarts"] == 1
     assert len(_ledger(runs)) == 1
 
 
-def test_a_cancelled_job_is_recorded_failed_with_its_slurm_state_and_log(slurm, tmp_path, tiny_registry):
+def test_a_cancelled_job_is_recorded_failed_with_its_slurm_state_and_log(slurm, settled, tmp_path, tiny_registry):
     _slow_approach(tiny_registry, "tiny-endless", 10000.0)
     runs = tmp_path / "runs"
     args = ["run", "-a", "tiny-endless", "-b", "tiny-babi", *CPU, "--no-wait", "--source-dir", str(tmp_path / "data-root")]
@@ -137,7 +142,7 @@ def test_a_cancelled_job_is_recorded_failed_with_its_slurm_state_and_log(slurm, 
     (entry,) = _ledger(runs)
     _wait_for(entry["slurm_id"], "RUNNING")
     subprocess.run(["scancel", entry["slurm_id"]], check=True)
-    status = _status_until_settled(runs, tiny_registry)
+    status = settled(runs, tiny_registry)
     (job,) = status["jobs"]
     assert job["state"] == "failed" and job["key"] == entry["key"]
     assert job["error"].startswith(f"SlurmJobEnded: Slurm job {entry['slurm_id']} ended as CANCELLED without a result")
@@ -186,7 +191,7 @@ def _training_started(job_dir: Path) -> bool:
 
 @pytest.mark.parametrize("signal_name", ["TERM", "USR2"])
 def test_a_job_stopped_by_a_signal_is_left_interrupted_and_the_rerun_finishes_it(
-    slurm, tmp_path, tiny_registry, signal_name
+    slurm, settled, tmp_path, tiny_registry, signal_name
 ):
     """SIGTERM (preemption without requeue, the time limit) and SIGUSR2 (submitit's warning before the time
     limit) stop the job without a result and without a failure: the next run of the grid runs it again."""
@@ -201,13 +206,13 @@ def test_a_job_stopped_by_a_signal_is_left_interrupted_and_the_rerun_finishes_it
         assert time.monotonic() < deadline, "the job never started training"
         time.sleep(0.5)
     subprocess.run(["scancel", f"--signal={signal_name}", entry["slurm_id"]], check=True)
-    status = _status_until_settled(runs, tiny_registry)
+    status = settled(runs, tiny_registry)
     (job,) = status["jobs"]
     assert job["state"] == "interrupted" and not (job_dir / "result.json").exists()
     assert json.loads((job_dir / "interrupted.json").read_text())["signal"] == f"SIG{signal_name}"
     rerun = _concur(runs, tiny_registry, *args)
     assert rerun.returncode == 0 and "submitted 1 jobs" in rerun.stderr
-    status = _status_until_settled(runs, tiny_registry)
+    status = settled(runs, tiny_registry)
     assert status["summary"]["done"] == 1 and status["summary"]["failed"] == 0
     result = json.loads((job_dir / "result.json").read_text())
     assert result["status"] == "ok" and not (job_dir / "interrupted.json").exists()
@@ -217,20 +222,20 @@ def test_a_job_stopped_by_a_signal_is_left_interrupted_and_the_rerun_finishes_it
     assert list((runs / "claims").iterdir()) == []
 
 
-def test_a_job_past_its_slurm_time_limit_is_left_interrupted_not_failed(slurm, tmp_path, tiny_registry):
+def test_a_job_past_its_slurm_time_limit_is_left_interrupted_not_failed(slurm, settled, tmp_path, tiny_registry):
     _slow_approach(tiny_registry, "tiny-endless", 10000.0)
     runs = tmp_path / "runs"
     args = ["run", "-a", "tiny-endless", "-b", "tiny-babi", *CPU, "--time-limit", "1", "--no-wait"]
     assert _concur(runs, tiny_registry, *args, "--source-dir", str(tmp_path / "data-root")).returncode == 0
     (entry,) = _ledger(runs)
-    status = _status_until_settled(runs, tiny_registry)
+    status = settled(runs, tiny_registry)
     (job,) = status["jobs"]
     job_dir = runs / "jobs" / entry["key"]
     assert job["state"] == "interrupted" and not (job_dir / "result.json").exists()
     assert json.loads((job_dir / "interrupted.json").read_text())["signal"] in ("SIGUSR2", "SIGTERM")
 
 
-def test_drivers_submitting_one_grid_together_submit_each_job_once(slurm, tmp_path, tiny_registry):
+def test_drivers_submitting_one_grid_together_submit_each_job_once(slurm, settled, tmp_path, tiny_registry):
     runs = tmp_path / "runs"
     common = ["--registry", str(tiny_registry), "--runs-dir", str(runs)]
     args = ["run", "-a", "tiny-reader", "-b", "tiny-babi", "--seeds", "0,1,2,3", *CPU, "--no-wait"]
@@ -245,7 +250,7 @@ def test_drivers_submitting_one_grid_together_submit_each_job_once(slurm, tmp_pa
         assert "Traceback" not in stderr
     ledger = _ledger(runs)
     assert len(ledger) == 4 and len({entry["key"] for entry in ledger}) == 4  # no job submitted twice
-    status = _status_until_settled(runs, tiny_registry)
+    status = settled(runs, tiny_registry)
     assert status["summary"]["done"] == 4
     for entry in ledger:
         assert (runs / "jobs" / entry["key"] / "log").read_text().count(f" job {entry['key']}: ") == 1

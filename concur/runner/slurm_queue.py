@@ -18,10 +18,17 @@ _listing: tuple[float, dict[str, tuple[str, str]]] | None = None
 
 
 def queue_states(slurm_ids: Iterable[str]) -> dict[str, tuple[str, str]]:
-    """Slurm's (state, reason) of each job or array task it still knows (ended ones stay listed for MinJobAge)."""
+    """Slurm's (state, reason) of each job or array task it still knows (ended ones stay listed for MinJobAge).
+
+    A fresh answer makes the listing `is_queued` keeps stale: a process that asks both (a status
+    in a long-lived driver or notebook) must not hear that a job ended and, from the older
+    listing, that its claim is still held.
+    """
+    global _listing
     arrays = ",".join(sorted({slurm_id.split("_")[0] for slurm_id in slurm_ids}))
     if not arrays:
         return {}
+    _listing = None
     return _squeue(["--jobs", arrays])
 
 
