@@ -1,6 +1,6 @@
 """`concur store check|rebuild`: is the runs dir whole, and make it whole.
 
-Results are files first (DESIGN.md), so the index can always be rebuilt from the job
+Results are files first (docs/reliability.md), so the index can always be rebuilt from the job
 directories; `check` says what does not add up, one line per problem, and `rebuild` moves
 damaged files aside into `runs/damaged/<time>/` (it never deletes one) and makes the index
 hold exactly the readable results.
