@@ -70,22 +70,24 @@ class WordEmbedding(nn.Module):
 class CharCNN(nn.Module):
     """Character embeddings, a 1-D convolution over each word, ReLU and max-pooling over its characters.
 
-    The convolution keeps each word's width as `padding="same"` does (the extra column of an even
-    kernel on the right), padding explicitly: PyTorch warns on every forward pass of an even
-    kernel with `"same"`, and a sampled setting may have one.
+    The convolution keeps each word's width as `padding="same"` does: symmetric padding, and for
+    an even kernel one more column on the right, added here because PyTorch warns on every
+    forward pass of an even kernel with `"same"` (and a sampled setting may have one).
     """
 
     def __init__(self, n_chars: int, char_dim: int, filters: int, kernel: int) -> None:
         super().__init__()
         self.embedding = nn.Embedding(n_chars, char_dim, padding_idx=0)
-        self.conv = nn.Conv1d(char_dim, filters, kernel)
-        self.padding = ((kernel - 1) // 2, kernel - 1 - (kernel - 1) // 2)
+        self.conv = nn.Conv1d(char_dim, filters, kernel, padding=(kernel - 1) // 2)
+        self.extra_right = (kernel - 1) % 2
         self.out_dim = filters
 
     def forward(self, chars: torch.Tensor) -> torch.Tensor:
         batch, length, width = chars.shape
         embedded = self.embedding(chars.reshape(batch * length, width)).transpose(1, 2)
-        features = F.relu(self.conv(F.pad(embedded, self.padding)))
+        if self.extra_right:
+            embedded = F.pad(embedded, (0, self.extra_right))
+        features = F.relu(self.conv(embedded))
         char_mask = chars.reshape(batch * length, 1, width) > 0
         pooled = features.masked_fill(~char_mask, 0).amax(dim=-1)
         return pooled.reshape(batch, length, -1)
