@@ -8,6 +8,7 @@ full disk never leaves a half-written file under its final name.
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import hashlib
 import io
@@ -116,14 +117,17 @@ def read_json(path: Path) -> Any:
         return json.load(handle)
 
 
-def publish_directory(staging: Path, final: Path) -> None:
-    """Replace directory `final` by the finished `staging` directory in one rename.
+def publish_directory(staging: Path, final: Path) -> bool:
+    """Replace directory `final` by the finished `staging` directory in one rename; False when another process won.
 
     The old directory, if any, is moved aside first and removed only after the new one is
     in place, so readers see either the old complete content or the new complete content;
-    if the new one cannot be put in place the old one is moved back. `final` must name an
-    entry directly inside the staging directory's parent (where the rename is atomic): a
-    name such as `.` or `..` would otherwise move the parent itself or what lies above it.
+    if the new one cannot be put in place the old one is moved back. When another process
+    publishes `final` between the two renames (drivers preparing one benchmark together), its
+    directory is as new as ours and stays: ours and the old one are removed, and False is
+    returned. `final` must name an entry directly inside the staging directory's parent
+    (where the rename is atomic): a name such as `.` or `..` would otherwise move the parent
+    itself or what lies above it.
     """
     parent = staging.parent
     _require_entry_of(parent, final)
@@ -135,12 +139,22 @@ def publish_directory(staging: Path, final: Path) -> None:
         os.replace(final, retired)
     try:
         os.replace(staging, final)
+    except OSError as error:
+        if error.errno not in (errno.ENOTEMPTY, errno.EEXIST):  # not a directory another process put there
+            if retired is not None:
+                os.replace(retired, final)
+            raise
+        published = False
     except BaseException:
         if retired is not None:
             os.replace(retired, final)
         raise
-    if retired is not None:
-        shutil.rmtree(retired, ignore_errors=True)
+    else:
+        published = True
+    for leftover in (retired, None if published else staging):
+        if leftover is not None:
+            shutil.rmtree(leftover, ignore_errors=True)
+    return published
 
 
 def entry_path(parent: Path, name: str) -> Path:

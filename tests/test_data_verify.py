@@ -603,8 +603,50 @@ def test_publish_replaces_and_puts_the_old_directory_back_on_failure(tmp_path, m
     assert (parent / "bench" / "file").read_text() == "old"
     assert sorted(p.name for p in parent.iterdir()) == [".bench.staging", "bench"]
     monkeypatch.undo()
-    publish_directory(staging, parent / "bench")
+    assert publish_directory(staging, parent / "bench") is True
     assert (parent / "bench" / "file").read_text() == "new" and sorted(p.name for p in parent.iterdir()) == ["bench"]
+
+
+def test_publish_keeps_the_directory_another_process_published_in_between(tmp_path, monkeypatch):
+    """Two drivers prepare one benchmark: the other publishes between our moving the old one aside and our rename."""
+    parent = tmp_path / "data"
+    (parent / "bench").mkdir(parents=True)
+    (parent / "bench" / "file").write_text("old")
+    staging = parent / ".bench.staging"
+    staging.mkdir()
+    (staging / "file").write_text("ours")
+    real_replace = os.replace
+
+    def racing(source, target):
+        real_replace(source, target)
+        if Path(target).name.startswith(".bench.old"):  # the old one is aside: the other process's rename lands now
+            (parent / "bench").mkdir()
+            (parent / "bench" / "file").write_text("theirs")
+
+    monkeypatch.setattr(fsutil.os, "replace", racing)
+    assert publish_directory(staging, parent / "bench") is False
+    assert (parent / "bench" / "file").read_text() == "theirs"
+    assert sorted(p.name for p in parent.iterdir()) == ["bench"]  # neither ours nor the old one is left behind
+
+
+def test_a_copy_another_driver_finished_meanwhile_is_used_and_left_in_place(env, monkeypatch):
+    """Drivers started together each prepare: a later one keeps the first one's copy, which jobs may already read."""
+    real_write = prepare_module._write
+    others: list[int] = []
+
+    def write_while_another_finishes(spec, splits, located, staging):
+        manifest = real_write(spec, splits, located, staging)
+        other = staging.parent / ".other-driver"
+        real_write(spec, splits, located, other)
+        os.replace(other, env.data_dir / BENCH)  # the other driver's publish lands first
+        others.append((env.data_dir / BENCH).stat().st_ino)
+        return manifest
+
+    monkeypatch.setattr(prepare_module, "_write", write_while_another_finishes)
+    bench, worked = env.prepare()
+    assert worked and bench.directory == env.data_dir / BENCH
+    assert (env.data_dir / BENCH).stat().st_ino == others[0]  # the other copy was not replaced
+    assert sorted(path.name for path in env.data_dir.iterdir()) == [BENCH]  # no staging or retired copy left
 
 
 def test_leftovers_are_removed_only_when_their_writer_is_gone(tmp_path, monkeypatch):

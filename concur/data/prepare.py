@@ -151,10 +151,21 @@ def prepare(spec: BenchmarkSpec, locator: SourceLocator, data_dir: Path, *, forc
     shutil.rmtree(staging, ignore_errors=True)
     try:
         manifest = _write(spec, splits, located, staging)
-        publish_directory(staging, final)
+        if not force and (existing := prepared(data_dir, spec)) is not None:
+            return existing, True  # another driver finished first: replacing its copy would pull it from under its jobs
+        if not publish_directory(staging, final):  # another driver published at the same moment: its copy stands
+            return _published_by_another(data_dir, spec), True
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return PreparedBenchmark(final, manifest), True
+
+
+def _published_by_another(data_dir: Path, spec: BenchmarkSpec) -> PreparedBenchmark:
+    """The copy another process published while this one prepared: verified, and of this very spec."""
+    bench = prepared(data_dir, spec)
+    if bench is None:
+        raise ConcurError(f"another process prepared {spec.id!r} from a different spec at the same time; run again")
+    return bench
 
 
 def data_hash(md5s: Iterable[str]) -> str:
