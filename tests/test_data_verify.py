@@ -583,13 +583,17 @@ def test_publish_refuses_a_final_not_strictly_inside_the_parent(tmp_path, target
         entry_path(parent, target)
 
 
+def _old_and_staged(parent: Path, staged: str) -> Path:
+    """`parent/bench` holding "old" and a staging directory beside it holding `staged`; returns the staging directory."""
+    for directory, text in ((parent / "bench", "old"), (parent / ".bench.staging", staged)):
+        directory.mkdir(parents=True)
+        (directory / "file").write_text(text)
+    return parent / ".bench.staging"
+
+
 def test_publish_replaces_and_puts_the_old_directory_back_on_failure(tmp_path, monkeypatch):
     parent = tmp_path / "data"
-    (parent / "bench").mkdir(parents=True)
-    (parent / "bench" / "file").write_text("old")
-    staging = parent / ".bench.staging"
-    staging.mkdir()
-    (staging / "file").write_text("new")
+    staging = _old_and_staged(parent, "new")
     real_replace = os.replace
 
     def failing(source, target):
@@ -610,11 +614,7 @@ def test_publish_replaces_and_puts_the_old_directory_back_on_failure(tmp_path, m
 def test_publish_keeps_the_directory_another_process_published_in_between(tmp_path, monkeypatch):
     """Two drivers prepare one benchmark: the other publishes between our moving the old one aside and our rename."""
     parent = tmp_path / "data"
-    (parent / "bench").mkdir(parents=True)
-    (parent / "bench" / "file").write_text("old")
-    staging = parent / ".bench.staging"
-    staging.mkdir()
-    (staging / "file").write_text("ours")
+    staging = _old_and_staged(parent, "ours")
     real_replace = os.replace
 
     def racing(source, target):
