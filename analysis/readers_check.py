@@ -98,7 +98,7 @@ def _row(spec, overrides: dict, train: Split, test: Split, gold: dict, args: arg
         if args.log:
             print(f"  {spec.id} {time.perf_counter() - started:6.0f}s  {line}", flush=True)
 
-    context = RunContext(device=args.device, seed=args.seed, log=log, work_dir=Path("."), model_path=args.vectors, cache_dir=args.cache_dir)
+    context = RunContext(device=args.device, seed=args.seed, log=log, model_path=args.vectors, cache_dir=args.cache_dir)
     report = approach.train(train, context)
     seconds = time.perf_counter() - started
     scores = evaluate(gold, approach.predict(test, context))

@@ -59,7 +59,7 @@ def main() -> None:
     for spec in specs:
         spec = with_spacy_pipeline(spec, args.spacy_pipeline)
         batch = spec.hparams["batch_size"]
-        context = RunContext(device=args.device, seed=0, log=lambda line: None, work_dir=Path("."), cache_dir=cache_dir)
+        context = RunContext(device=args.device, seed=0, log=lambda line: None, cache_dir=cache_dir)
         if args.warmup_steps:
             warmup = {**spec.hparams, "epochs": args.warmup_steps * batch / data.n_questions, "steps": 0}  # steps 0: epochs rule
             build_approach(spec, warmup).train(data, context)

@@ -37,19 +37,15 @@ class Objective(Protocol[Batch]):
 
     def lengths(self) -> np.ndarray:
         """Length of every training example: batches group examples of similar length."""
-        ...
 
     def batch(self, indices: np.ndarray) -> Batch:
         """Model inputs and targets of the examples `indices`, on the device."""
-        ...
 
     def forward(self, model: nn.Module, batch: Batch) -> Any:
         """The model's outputs on `batch` (the loop runs this under mixed precision)."""
-        ...
 
     def loss(self, outputs: Any, batch: Batch) -> torch.Tensor:
         """The mean loss over the batch's examples, in fp32 (outside mixed precision)."""
-        ...
 
 
 @dataclass(frozen=True)

@@ -251,8 +251,8 @@ def _gzip_problem(path: Path) -> str | None:
     """Why the file's gzip stream does not decompress to its end, or None when it does."""
     try:
         with gzip.open(path, "rb") as stream:
-            while stream.read(_CHUNK):
-                pass
+            for _ in iter(lambda: stream.read(_CHUNK), b""):  # read to the end: a damaged stream raises on the way
+                continue
     except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
         return str(exc) or type(exc).__name__
     return None
