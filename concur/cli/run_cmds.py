@@ -41,6 +41,9 @@ TRAIN_QUESTIONS_OPTION = typer.Option(
 )
 TEST_QUESTIONS_OPTION = typer.Option(None, "--test-questions", min=1, help="Budget: score a seeded subset of this many test questions.")
 SUBSET_SEED_OPTION = typer.Option(0, "--subset-seed", help="Seed of the budget's subsets.")
+PRECISION_OPTION = typer.Option(
+    "auto", "--precision", help="auto (bf16 autocast on CUDA, fp32 on the CPU), fp32 or bf16; other than auto, part of the job keys."
+)
 
 
 def run(
@@ -66,6 +69,7 @@ def run(
     train_questions: int | None = TRAIN_QUESTIONS_OPTION,
     test_questions: int | None = TEST_QUESTIONS_OPTION,
     subset_seed: int = SUBSET_SEED_OPTION,
+    precision: str = PRECISION_OPTION,
 ) -> None:
     """Train each APPROACH on each BENCH's train split, test on its test split, store EM/F1.
 
@@ -74,7 +78,8 @@ def run(
     not found locally are downloaded.
     """
     budget = Budget(train_questions, test_questions, subset_seed) if train_questions or test_questions else None
-    request = GridRequest(",".join(approach), ",".join(bench), hparams=hparams, seeds=_seeds(seeds), hparam_seed=hparam_seed, budget=budget)
+    selection = (",".join(approach), ",".join(bench))
+    request = GridRequest(*selection, hparams=hparams, seeds=_seeds(seeds), hparam_seed=hparam_seed, budget=budget, precision=precision)
     execution = Execution(
         device, threads, per_device_batch_size, model_path, retry_failed, workers, jobs_per_gpu, max_attempts, time_limit,
         executor, slurm_config, wait,

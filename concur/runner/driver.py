@@ -18,7 +18,6 @@ from concur.data.sources import SourceLocator
 from concur.devices import visible_gpus
 from concur.registry.registry import Registry
 from concur.runner.availability import check_sources
-from concur.runner.budget import Budget
 from concur.runner.estimate import job_estimate, rates
 from concur.runner.executors import Execution, Executor
 from concur.runner.grid import GridPoint, GridRequest, expand_grid
@@ -59,7 +58,7 @@ def run_grid(
     check_sources([point.bench for point in points], locator, workspace.data_dir, download=download)
     prepared = _prepare(points, locator, workspace.data_dir)
     with Store(workspace.db_path) as store:
-        tasks = _tasks(points, prepared, request.budget, rates(store.rows()))
+        tasks = _tasks(points, prepared, request, rates(store.rows()))
         if execution.executor is Executor.slurm:
             outcomes = _run_on_slurm(tasks, execution, registry_dirs, workspace, store, echo)
         else:
@@ -77,13 +76,13 @@ def _prepare(points: Sequence[GridPoint], locator: SourceLocator, data_dir: Path
 
 
 def _tasks(
-    points: Sequence[GridPoint], prepared: dict[str, PreparedBenchmark], budget: Budget | None, rates_by_approach: dict[str, float]
+    points: Sequence[GridPoint], prepared: dict[str, PreparedBenchmark], request: GridRequest, rates_by_approach: dict[str, float]
 ) -> list[Task]:
     """One task per grid point, with its estimated device-seconds (0 when its approach was never measured)."""
     tasks = []
     for point in points:
         bench = prepared[point.bench.id]
-        job = make_job(point.approach, bench, seed=point.seed, setting=point.setting, budget=budget)
+        job = make_job(point.approach, bench, seed=point.seed, setting=point.setting, budget=request.budget, precision=request.precision)
         tasks.append(Task(job, point.approach, job_estimate(job, bench, rates_by_approach) or 0.0))
     return tasks
 

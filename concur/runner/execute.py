@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from concur.approaches.base import RunContext, build_approach
+from concur.approaches.precision import numerics
 from concur.components import resolve
 from concur.data.prepare import SPLITS, PreparedBenchmark
 from concur.devices import device_description, resolve_device, software_versions
@@ -134,7 +135,9 @@ def _execute(
         per_device_batch_size=options.per_device_batch_size,
         model_path=options.model_path,
         cache_dir=workspace.cache_dir,
+        precision=job.precision,
     )
+    result["precision"] = numerics(device, job.precision)
     meter = _Meter(device)
     try:
         log(f"job {job.key}: {job.describe()} on {result['device']}")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from concur.approaches.precision import AUTO, precision_problem
 from concur.errors import ConcurError, SpecError, closest
 from concur.registry.hparams import hparams_problem
 from concur.registry.registry import Registry
@@ -33,6 +34,7 @@ class GridRequest:
     seeds: tuple[int, ...] = (0,)
     hparam_seed: int = 0  # the study's sampling seed: the same study always samples the same settings
     budget: Budget | None = None  # seeded subsets of every benchmark's splits (None: whole splits)
+    precision: str = AUTO  # concur.approaches.precision: part of the job keys unless "auto"
     overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # approach id -> hyperparameters set in every setting
     origin: Path | None = None  # the study file the request comes from, named by errors in it
 
@@ -54,6 +56,9 @@ def expand_grid(registry: Registry, request: GridRequest) -> list[GridPoint]:
         raise ConcurError(f"--hparams must be at least 1 (setting 0 is the approach's own), got {request.hparams}")
     if not request.seeds:
         raise ConcurError("a study needs at least one seed")
+    problem = precision_problem(request.precision)
+    if problem is not None:
+        raise ConcurError(f"--precision: {problem}")
     approaches = select_approaches(registry, request.approaches, origin=request.origin)
     benches = select_benchmarks(registry, request.benches, origin=request.origin)
     _check_override_ids(request, [spec.id for spec in approaches], [spec.id for spec in registry.approaches()])

@@ -3,10 +3,11 @@
 Its key is a content hash (docs/running.md, "Jobs, keys and job directories"): the approach's resolved spec (id,
 implementation, model, hyperparameters), the benchmark's id and data hash, the seed and
 `concur.RESULT_VERSION`, and, only when a study's budget cuts the benchmark's splits, the
-subset taken (its size and seed; `concur.runner.budget`). Same key, same job: a finished key
-is never run twice, and any change to what the job computes gives a new key. Descriptive
-spec fields (names, citations) are not part of it, and a job without a subset has the key
-it had before budgets existed.
+subset taken (its size and seed; `concur.runner.budget`), and only when a study asks for a
+precision other than `auto`, that precision (`concur.approaches.precision`). Same key, same
+job: a finished key is never run twice, and any change to what the job computes gives a new
+key. Descriptive spec fields (names, citations) are not part of it, and a job without a subset
+or precision has the key it had before either existed.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from concur import RESULT_VERSION
+from concur.approaches.precision import AUTO
 from concur.data.prepare import PreparedBenchmark
 from concur.registry.specs import ApproachSpec
 from concur.runner.budget import Budget
@@ -37,6 +39,7 @@ class Job:
     model: dict[str, Any]
     data_hash: str
     subset: dict[str, dict[str, int]] = field(default_factory=dict)  # split -> {"questions", "seed"}; empty: whole splits
+    precision: str = AUTO  # concur.approaches.precision; "auto": bf16 autocast on CUDA, fp32 on the CPU
 
     @classmethod
     def from_definition(cls, definition: Mapping[str, Any]) -> Job:
@@ -53,12 +56,15 @@ class Job:
         }
         if self.subset:
             content["subset"] = self.subset
+        if self.precision != AUTO:
+            content["precision"] = self.precision
         encoded = json.dumps(content, sort_keys=True, separators=(",", ":")).encode()
         return hashlib.sha256(encoded).hexdigest()[:KEY_LENGTH]
 
     def describe(self) -> str:
         cut = ", ".join(f"{cut['questions']:,} {split} questions" for split, cut in self.subset.items())
-        return f"{self.approach} on {self.benchmark} (hparams {self.hparam_id}, seed {self.seed}{', ' + cut if cut else ''})"
+        extra = "".join(f", {part}" for part in (cut, "" if self.precision == AUTO else self.precision) if part)
+        return f"{self.approach} on {self.benchmark} (hparams {self.hparam_id}, seed {self.seed}{extra})"
 
     def definition(self) -> dict[str, Any]:
         """What `job.json` records: everything needed to understand and rerun the job."""
@@ -74,14 +80,21 @@ class Job:
             "data_hash": self.data_hash,
             "result_version": RESULT_VERSION,
             **({"subset": self.subset} if self.subset else {}),
+            **({"precision": self.precision} if self.precision != AUTO else {}),
         }
 
 
 def make_job(
-    spec: ApproachSpec, bench: PreparedBenchmark, *, seed: int, setting: HparamSetting | None = None, budget: Budget | None = None
+    spec: ApproachSpec,
+    bench: PreparedBenchmark,
+    *,
+    seed: int,
+    setting: HparamSetting | None = None,
+    budget: Budget | None = None,
+    precision: str = AUTO,
 ) -> Job:
     """The job of `spec` with a hyperparameter setting (default: its published one, setting 0) on a prepared
-    benchmark, on the subset of its splits that `budget` takes (default: the whole splits)."""
+    benchmark, on the subset of its splits that `budget` takes (default: the whole splits), under `precision`."""
     setting = setting or HparamSetting(PUBLISHED, dict(spec.hparams))
     return Job(
         approach=spec.id,
@@ -93,4 +106,5 @@ def make_job(
         model=dict(spec.model),
         data_hash=bench.data_hash,
         subset=budget.subset(bench.manifest) if budget else {},
+        precision=precision,
     )

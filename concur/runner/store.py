@@ -90,6 +90,7 @@ COLUMNS: dict[str, type] = {
     "versions": str,
     "hparams": str,
     "subset": str,  # a budget's subset of the splits, {split: {"questions", "seed"}}; NULL for whole splits
+    "precision": str,  # what the forward passes computed in: "fp32" or "bf16" (autocast); NULL in results older than it
     "error": str,
     "traceback": str,
     "started_at": str,
@@ -380,6 +381,7 @@ def row_from_result(result: dict[str, Any], job_dir: Path, stamp: str | None = N
         "versions": json.dumps(result.get("versions") or {}, sort_keys=True),
         "hparams": json.dumps(job["hparams"], sort_keys=True),
         "subset": json.dumps(job["subset"], sort_keys=True) if job.get("subset") else None,
+        "precision": result.get("precision"),
         "error": result.get("error"),
         "traceback": result.get("traceback"),
         "started_at": result.get("started_at"),

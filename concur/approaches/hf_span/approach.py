@@ -18,7 +18,7 @@ from concur.approaches.base import RunContext, TrainReport
 from concur.approaches.batches import sorted_batches
 from concur.approaches.hf_span.batching import pad_batch, pad_multiple, to_device
 from concur.approaches.hf_span.decoding import answers, best_window_spans, span_masks
-from concur.approaches.hf_span.features import build_predict_features, build_train_features
+from concur.approaches.hf_span.feature_cache import predict_features, train_features
 from concur.approaches.hf_span.hparams import HFSpanHParams
 from concur.approaches.hf_span.loading import LoadedModel, load_pretrained, model_settings
 from concur.approaches.hf_span.loss import WindowObjective
@@ -55,7 +55,9 @@ class HFSpanApproach:
                 f"approach {self.spec.id!r}: hyperparameter max_seq_length = {hp.max_seq_length} exceeds the "
                 f"{loaded.max_tokens} tokens the model {loaded.origin} reads at once"
             )
-        features = build_train_features(train, loaded.tokenizer, hp)
+        featuring = time.perf_counter()
+        features, cached = train_features(train, loaded.tokenizer, hp, context.cache_dir)
+        feature_seconds = time.perf_counter() - featuring
         n_windows = len(features.windows)
         skipped = sum(features.skipped.values())
         reasons = ", ".join(f"{reason}: {n}" for reason, n in features.skipped.items())
@@ -68,11 +70,14 @@ class HFSpanApproach:
         context.log(
             f"train: {features.n_questions} questions -> {n_windows} windows"
             + (f"; skipped {skipped} ({reasons})" if skipped else "")
+            + (" (windows from the cache)" if cached else "")
             + f"; {total_steps} optimiser steps of {hp.train_batch_size} windows ({hp.epochs:g} epochs)"
         )
         model = loaded.model.to(context.device)
         objective = WindowObjective(features, _pad_id(loaded.tokenizer.pad_token_id), context.device)
+        fit_clock = time.perf_counter()
         losses = fit(model, objective, training_plan(model, hp, total_steps), context, self.spec.id)
+        fit_seconds = time.perf_counter() - fit_clock
         self._loaded = loaded
         return TrainReport(
             optimizer_steps=total_steps,
@@ -88,6 +93,9 @@ class HFSpanApproach:
                 "warmup_steps": warmup_steps(hp, total_steps),
                 "per_device_batch_size": min(hp.train_batch_size, context.per_device_batch_size or hp.train_batch_size),
                 "skipped": dict(features.skipped),
+                "fit_seconds": fit_seconds,
+                "feature_seconds": feature_seconds,
+                "features_cached": cached,
             },
         )
 
@@ -98,7 +106,7 @@ class HFSpanApproach:
             raise ConcurError(f"approach {self.spec.id!r}: predict() needs a fine-tuned model; call train() first")
         hp = self.hparams
         model, tokenizer = self._loaded.model, self._loaded.tokenizer
-        features = build_predict_features(test, tokenizer, hp)
+        features, cached = predict_features(test, tokenizer, hp, context.cache_dir)
         n_windows = len(features.windows)
         scores = np.full(n_windows, -np.inf)
         starts = np.zeros(n_windows, dtype=np.int64)
@@ -111,7 +119,7 @@ class HFSpanApproach:
             task = progress.add_task(f"predict {self.spec.id}", total=len(batches), status="")
             for indices in batches:
                 inputs = to_device(pad_batch(features.windows, indices, pad_id, pad_multiple(context.device)), context.device)
-                with autocast(context.device):
+                with autocast(context.device, context.precision):
                     output = model(**inputs)
                 start_mask, end_mask = span_masks(features, indices, inputs["input_ids"].shape[1])
                 score, start, end = best_window_spans(
@@ -128,7 +136,11 @@ class HFSpanApproach:
                 progress.advance(task)
         predictions = answers(features, scores, starts, ends)
         empty = sum(1 for text in predictions.values() if not text)
-        context.log(f"predict: {len(predictions)} questions, {n_windows} windows" + (f"; {empty} without a valid span" if empty else ""))
+        context.log(
+            f"predict: {len(predictions)} questions, {n_windows} windows"
+            + (" (from the cache)" if cached else "")
+            + (f"; {empty} without a valid span" if empty else "")
+        )
         return predictions
 
 

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from concur.approaches.dropout import use_fast_dropout
+from concur.approaches.hf_span.attention import register as register_attention
 from concur.errors import ConcurError, ModelUnavailableError
 from concur.registry.specs import ApproachSpec
 from concur.registry.tables import Table
@@ -62,7 +64,7 @@ class Source:
 @dataclass
 class LoadedModel:
     tokenizer: Any  # a fast tokenizer (`PreTrainedTokenizerFast` or `TokenizersBackend`)
-    model: Any  # an `AutoModelForQuestionAnswering` model with fp32 weights, on the CPU
+    model: Any  # an `AutoModelForQuestionAnswering` model with fp32 weights, on the CPU, with concur's dropout
     origin: str
     attention: str  # the attention implementation in use
     new_weights: list[str]  # parameters the checkpoint did not hold (the QA head)
@@ -115,7 +117,7 @@ def load_pretrained(spec: ApproachSpec, model_path: Path | None, log: Callable[[
                 f"approach {spec.id!r}: model {settings.name!r} is a {config.model_type!r} model, which has no span-extraction "
                 "head (AutoModelForQuestionAnswering) in transformers"
             )
-        attention = "sdpa" if getattr(model_class, "_supports_sdpa", False) else "eager"
+        attention = register_attention() if getattr(model_class, "_supports_sdpa", False) else "eager"
         if attention == "eager":
             log(f"{model_class.__name__} does not support SDPA attention; using eager attention")
         model, info = _guarded(
@@ -133,6 +135,7 @@ def load_pretrained(spec: ApproachSpec, model_path: Path | None, log: Callable[[
             ),
         )
         tokenizer = _load_tokenizer(spec, settings, source, AutoTokenizer)
+    use_fast_dropout(model)
     new_weights = sorted(info.get("missing_keys", ()))
     unused = sorted(info.get("unexpected_keys", ()))
     log(f"loaded {model_class.__name__} from {source.origin}; attention {attention}")

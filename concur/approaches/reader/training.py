@@ -107,7 +107,7 @@ def predict_spans(model: nn.Module, data: EncodedSplit, hp: ReaderHParams, conte
         task = progress.add_task(f"predict {name}", total=len(batches), status="")
         for indices in batches:
             batch = collate(data, indices, linguistic).to(context.device)
-            with autocast(context.device):
+            with autocast(context.device, context.precision):
                 logits = model(batch)
             start, end = best_spans(span_grid(logits, batch.c_mask, hp.max_answer_length))
             spans[indices, 0] = start.cpu().numpy()

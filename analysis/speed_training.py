@@ -1,0 +1,462 @@
+"""Training speed of concur's hf-span against transformers' Trainer: same model, data and hyperparameters.
+
+Run: `python analysis/speed_training.py [--train-questions 512] [--test-questions 500] [--epochs 1]
+[--precision auto|fp32|bf16] [--rounds 1] [--out runs/bench/speed-training.json]`.
+
+Three systems fine-tune the same weights (minilm-l6's, or --model-path) on the same questions:
+- `concur`: the hf-span approach, as `concur run` trains it;
+- `trainer-fast`: a plain `transformers.Trainer` script with its fast settings: dynamic padding
+  (DataCollatorWithPadding), length-grouped batches, fused AdamW, SDPA attention;
+- `trainer-pad384`: the same script with the transformers QA example's settings: every window
+  padded to `max_seq_length`, random batches;
+- `concur-stock-kernels` (only when asked for): concur with transformers' SDPA attention and
+  PyTorch's dropout instead of its own (concur.approaches.hf_span.attention, .dropout), which
+  shows what those buy.
+All three use the spec's hyperparameters (learning rate, batch, warm-up, decay, clipping, Adam's
+epsilon, window length and stride) and the same precision: `auto` is fp32 on the CPU and bf16
+autocast on CUDA (Trainer's `bf16=True`), `bf16` is bf16 autocast on both. Data: SQuAD dev (the
+MRQA file in ../shared/data or --source-dir) carved by passage as the `squad-dev-carved` benchmark
+is, then seeded samples of each side.
+
+Each (round, system) runs in its own process, interleaved, so one run's warm caches and memory
+do not help another and peak memory is the process's own. Per system: train examples/s (windows
+through the optimisation loop / its seconds; for Trainer, `train()`), eval questions/s (windows,
+forward passes and answer decoding / their seconds), peak memory (max RSS on the CPU, allocated
+memory on CUDA), EM and F1 on the test questions, and the whole run's seconds (loading, features,
+training, prediction). Writes the results as JSON (`--out`) and prints a table with concur's ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+SQUAD_DEV = "mrqa/dev/SQuAD.jsonl.gz"
+APPROACH = "minilm-l6"
+SYSTEMS = ("concur", "trainer-fast", "trainer-pad384")
+ABLATIONS = ("concur-stock-kernels",)
+CPU_FEATURES = ("avx512f", "avx512_bf16", "amx_bf16")  # what bf16 on the CPU runs on, recorded with each result
+CARVE = {"by": "context", "test_fraction": 0.2, "seed": 0}  # as benchmarks/squad-dev-carved.toml
+
+
+@dataclass(frozen=True)
+class Config:
+    """What every system of one benchmark run is given."""
+
+    data: str
+    model_path: str
+    train_questions: int
+    test_questions: int
+    hparams: dict[str, Any]
+    precision: str
+    device: str
+    threads: int
+    seed: int
+
+
+@dataclass
+class Measured:
+    """One system's run."""
+
+    system: str
+    round: int
+    train_windows: int
+    optimizer_steps: int
+    train_seconds: float
+    eval_questions: int
+    eval_seconds: float
+    total_seconds: float
+    peak_memory_mb: float
+    em: float
+    f1: float
+
+    @property
+    def train_rate(self) -> float:
+        return self.train_windows / self.train_seconds
+
+    @property
+    def eval_rate(self) -> float:
+        return self.eval_questions / self.eval_seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--train-questions", type=int, default=512)
+    parser.add_argument("--test-questions", type=int, default=500)
+    parser.add_argument("--epochs", type=float, default=1.0)
+    parser.add_argument("--learning-rate", type=float, default=None, help="default: the approach spec's")
+    parser.add_argument("--batch-size", type=int, default=None, help="default: the approach spec's train_batch_size")
+    parser.add_argument("--precision", choices=("auto", "fp32", "bf16"), default="auto")
+    parser.add_argument("--systems", default=",".join(SYSTEMS), help=f"comma-separated, from {', '.join(SYSTEMS + ABLATIONS)}")
+    parser.add_argument("--rounds", type=int, default=1, help="interleaved repetitions of every system")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--model-path", type=Path, default=None, help="default: the weights minilm-l6 ships with")
+    parser.add_argument("--source-dir", type=Path, action="append", default=[])
+    parser.add_argument("--out", type=Path, default=Path("runs/bench/speed-training.json"))
+    parser.add_argument("--child", choices=SYSTEMS + ABLATIONS, help=argparse.SUPPRESS)
+    parser.add_argument("--config", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        config = Config(**json.loads(args.config))
+        print(json.dumps(asdict(CHILDREN[args.child](config))))
+        return
+    systems = args.systems.split(",")
+    unknown = sorted(set(systems) - set(SYSTEMS + ABLATIONS))
+    if unknown:
+        raise SystemExit(f"unknown system {', '.join(unknown)}; choose from {', '.join(SYSTEMS + ABLATIONS)}")
+    config = _config(args)
+    machine = _machine(config)
+    print(f"machine: {machine['device']}, {config.threads} threads; torch {machine['torch']}, transformers {machine['transformers']}")
+    print(f"data: {config.train_questions} train / {config.test_questions} test questions of SQuAD dev; {json.dumps(config.hparams)}")
+    runs: list[Measured] = []
+    for round_ in range(args.rounds):
+        for system in systems:
+            measured = _run_child(system, round_, config)
+            runs.append(measured)
+            print(
+                f"round {round_ + 1}/{args.rounds} {system:15s} train {measured.train_rate:7.1f} windows/s  "
+                f"eval {measured.eval_rate:6.1f} q/s  EM {measured.em:5.1f}  total {measured.total_seconds:6.1f} s",
+                flush=True,
+            )
+    summary = _summary(runs, systems)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    report = {"machine": machine, "config": asdict(config), "runs": [asdict(r) for r in runs], "summary": summary}
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(_table(summary, systems))
+    print(f"written: {args.out}")
+
+
+def _config(args: argparse.Namespace) -> Config:
+    from concur.registry.registry import default_registry
+    from concur.workspace import data_roots
+
+    roots = data_roots(tuple(args.source_dir))
+    data = next((root / SQUAD_DEV for root in roots if (root / SQUAD_DEV).is_file()), None)
+    if data is None:
+        raise SystemExit(f"{SQUAD_DEV} not found under {', '.join(map(str, roots))}; pass --source-dir")
+    hparams = dict(default_registry().approach(APPROACH).hparams)
+    hparams["epochs"] = args.epochs
+    if args.learning_rate is not None:
+        hparams["learning_rate"] = args.learning_rate
+    if args.batch_size is not None:
+        hparams["train_batch_size"] = args.batch_size
+    model_path = args.model_path or _shipped_weights()
+    return Config(
+        str(data), str(model_path), args.train_questions, args.test_questions, hparams, args.precision, args.device, args.threads, args.seed
+    )
+
+
+def _shipped_weights() -> Path:
+    import importlib.resources
+
+    from concur.approaches.hf_span.loading import model_settings
+    from concur.registry.registry import default_registry
+
+    settings = model_settings(default_registry().approach(APPROACH))
+    assert settings.package is not None
+    return Path(str(importlib.resources.files(settings.package) / settings.package_subdir))
+
+
+def _machine(config: Config) -> dict[str, Any]:
+    import torch
+    import transformers
+
+    cpuinfo = Path("/proc/cpuinfo").read_text().splitlines() if Path("/proc/cpuinfo").is_file() else []
+    fields = {key.strip(): value.strip() for key, _, value in (line.partition(":") for line in cpuinfo)}
+    if config.device.startswith("cuda"):
+        device = torch.cuda.get_device_name()
+    else:
+        device = fields.get("model name") or platform.processor() or platform.machine()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent)
+    return {
+        "device": device,
+        "threads": config.threads,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "python": platform.python_version(),
+        "cpu_features": [flag for flag in CPU_FEATURES if flag in fields.get("flags", "").split()],
+        "commit": commit.stdout.strip() or None,
+    }
+
+
+def _run_child(system: str, round_: int, config: Config) -> Measured:
+    command = [sys.executable, __file__, "--child", system, "--config", json.dumps(asdict(config))]
+    ran = subprocess.run(command, stdout=subprocess.PIPE, text=True)
+    if ran.returncode != 0:
+        raise SystemExit(f"{system} failed (exit {ran.returncode}); its output is above")
+    return Measured(**{**json.loads(ran.stdout.strip().splitlines()[-1]), "round": round_})
+
+
+def _summary(runs: list[Measured], systems: list[str]) -> dict[str, Any]:
+    """Median of each measure per system, and concur's ratios against each Trainer setting."""
+    medians: dict[str, dict[str, float]] = {}
+    for system in systems:
+        mine = [run for run in runs if run.system == system]
+        medians[system] = {
+            "train_windows_per_s": statistics.median(run.train_rate for run in mine),
+            "eval_questions_per_s": statistics.median(run.eval_rate for run in mine),
+            "total_seconds": statistics.median(run.total_seconds for run in mine),
+            "peak_memory_mb": statistics.median(run.peak_memory_mb for run in mine),
+            "em": statistics.median(run.em for run in mine),
+            "f1": statistics.median(run.f1 for run in mine),
+            "optimizer_steps": statistics.median(run.optimizer_steps for run in mine),
+        }
+    ratios = {}
+    if "concur" in medians:
+        ours = medians["concur"]
+        for other in (system for system in systems if system != "concur"):  # an ablation's ratio: what concur's kernels buy
+            theirs = medians[other]
+            ratios[f"concur/{other}"] = {
+                "train": ours["train_windows_per_s"] / theirs["train_windows_per_s"],
+                "eval": ours["eval_questions_per_s"] / theirs["eval_questions_per_s"],
+                "total": theirs["total_seconds"] / ours["total_seconds"],
+                "em_difference": ours["em"] - theirs["em"],
+            }
+    return {"medians": medians, "ratios": ratios}
+
+
+def _table(summary: dict[str, Any], systems: list[str]) -> str:
+    head = f"| system | train windows/s | eval questions/s | whole run (s) | peak memory (MB) | steps | EM | F1 |\n|{'---|' * 8}"
+    rows = [
+        f"| {system} | {m['train_windows_per_s']:.1f} | {m['eval_questions_per_s']:.1f} | {m['total_seconds']:.1f} | "
+        f"{m['peak_memory_mb']:.0f} | {m['optimizer_steps']:.0f} | {m['em']:.1f} | {m['f1']:.1f} |"
+        for system, m in ((s, summary["medians"][s]) for s in systems)
+    ]
+    ratio_rows = [
+        f"| {name} | {r['train']:.2f}x | {r['eval']:.2f}x | {r['total']:.2f}x | | | {r['em_difference']:+.1f} | |"
+        for name, r in summary["ratios"].items()
+    ]
+    return "\n".join([head, *rows, *ratio_rows])
+
+
+# ---- the systems, each run in its own process -------------------------------------------------------------------
+
+
+def _splits(config: Config) -> tuple[Any, Any]:
+    from concur.data.mrqa import read_mrqa
+    from concur.data.transforms import carve, downsample
+
+    train, test = carve(read_mrqa(Path(config.data)), **CARVE)
+    return downsample(train, config.train_questions, config.seed), downsample(test, config.test_questions, config.seed)
+
+
+def _gold(test: Any) -> dict[str, list[str]]:
+    return {question.qid: question.answers for _, question in test.questions()}
+
+
+def _peak_memory_mb(device: str) -> float:
+    import torch
+
+    if device.startswith("cuda"):
+        return torch.cuda.max_memory_allocated() / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def run_concur(config: Config, stock_kernels: bool = False) -> Measured:
+    import torch
+
+    from concur.approaches.base import RunContext, build_approach
+    from concur.metrics import evaluate
+    from concur.registry.registry import default_registry
+
+    torch.set_num_threads(config.threads)
+    if stock_kernels:
+        from concur.approaches.hf_span import loading
+
+        loading.register_attention = lambda: "sdpa"  # type: ignore[assignment]
+        loading.use_fast_dropout = lambda model: 0  # type: ignore[assignment]
+    train, test = _splits(config)
+    started = time.perf_counter()
+    approach = build_approach(default_registry().approach(APPROACH), config.hparams)
+    context = RunContext(config.device, config.seed, lambda line: None, model_path=Path(config.model_path), precision=config.precision)
+    report = approach.train(train, context)
+    predicting = time.perf_counter()
+    predictions = approach.predict(test, context)
+    _synchronize(config.device)
+    done = time.perf_counter()
+    scores = evaluate(_gold(test), predictions)
+    epochs = config.hparams["epochs"]
+    return Measured(
+        system="concur-stock-kernels" if stock_kernels else "concur",
+        round=0,
+        train_windows=round(report.train_features * epochs),
+        optimizer_steps=report.optimizer_steps,
+        train_seconds=report.details["fit_seconds"],
+        eval_questions=test.n_questions,
+        eval_seconds=done - predicting,
+        total_seconds=done - started,
+        peak_memory_mb=_peak_memory_mb(config.device),
+        em=scores.exact_match,
+        f1=scores.f1,
+    )
+
+
+def _synchronize(device: str) -> None:
+    import torch
+
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def run_trainer(config: Config, pad_to_max: bool) -> Measured:
+    """A plain Trainer script, as one writes it from the transformers docs; `pad_to_max` gives the QA example's padding."""
+    import torch
+    from transformers import (
+        AutoModelForQuestionAnswering,
+        AutoTokenizer,
+        DataCollatorWithPadding,
+        Trainer,
+        TrainingArguments,
+        default_data_collator,
+    )
+    from transformers.utils import logging as hf_logging
+
+    from concur.metrics import evaluate
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    torch.set_num_threads(config.threads)
+    hp = config.hparams
+    train, test = _splits(config)
+    started = time.perf_counter()
+    torch.manual_seed(config.seed)
+    tokenizer = AutoTokenizer.from_pretrained(config.model_path)
+    model = AutoModelForQuestionAnswering.from_pretrained(config.model_path, attn_implementation="sdpa", dtype=torch.float32)
+    padding = "max_length" if pad_to_max else False
+    train_features = _trainer_train_features(train, tokenizer, hp, padding)
+    on_cuda = config.device.startswith("cuda")
+    with tempfile.TemporaryDirectory() as output_dir:
+        arguments = TrainingArguments(
+            output_dir=output_dir,
+            per_device_train_batch_size=hp["train_batch_size"],
+            per_device_eval_batch_size=hp["eval_batch_size"],
+            learning_rate=hp["learning_rate"],
+            num_train_epochs=hp["epochs"],
+            warmup_steps=hp["warmup_ratio"],  # a float below 1 is a ratio of the steps
+            lr_scheduler_type=hp["lr_schedule"],
+            weight_decay=hp["weight_decay"],
+            adam_beta1=hp["adam_beta1"],
+            adam_beta2=hp["adam_beta2"],
+            adam_epsilon=hp["adam_epsilon"],
+            max_grad_norm=hp["max_grad_norm"],
+            optim="adamw_torch_fused",
+            train_sampling_strategy="random" if pad_to_max else "group_by_length",
+            bf16=config.precision == "bf16" or (config.precision == "auto" and on_cuda),
+            use_cpu=not on_cuda,
+            seed=config.seed,
+            report_to="none",
+            save_strategy="no",
+            logging_strategy="no",
+            disable_tqdm=True,
+        )
+        collator = default_data_collator if pad_to_max else DataCollatorWithPadding(tokenizer)
+        trainer = Trainer(model=model, args=arguments, train_dataset=train_features, data_collator=collator, processing_class=tokenizer)
+        training = time.perf_counter()
+        outcome = trainer.train()
+        _synchronize(config.device)
+        predicting = time.perf_counter()
+        predictions = _trainer_predict(trainer, test, tokenizer, hp, padding)
+        _synchronize(config.device)
+        done = time.perf_counter()
+    scores = evaluate(_gold(test), predictions)
+    return Measured(
+        system="trainer-pad384" if pad_to_max else "trainer-fast",
+        round=0,
+        train_windows=round(len(train_features) * hp["epochs"]),
+        optimizer_steps=outcome.global_step,
+        train_seconds=predicting - training,
+        eval_questions=test.n_questions,
+        eval_seconds=done - predicting,
+        total_seconds=done - started,
+        peak_memory_mb=_peak_memory_mb(config.device),
+        em=scores.exact_match,
+        f1=scores.f1,
+    )
+
+
+def _encode(questions: list[str], contexts: list[str], tokenizer: Any, hp: dict[str, Any], padding: str | bool) -> Any:
+    """The QA example's windows: question then context, overflowing context in windows overlapping by `doc_stride`."""
+    return tokenizer(
+        [question.lstrip() for question in questions],
+        contexts,
+        truncation="only_second",
+        max_length=hp["max_seq_length"],
+        stride=hp["doc_stride"],
+        return_overflowing_tokens=True,
+        return_offsets_mapping=True,
+        padding=padding,
+    )
+
+
+def _trainer_train_features(split: Any, tokenizer: Any, hp: dict[str, Any], padding: str | bool) -> list[dict[str, Any]]:
+    """Windows labelled with the answer's first and last token, or the CLS token when the answer is outside."""
+    pairs = [(passage, question) for passage, question in split.questions() if question.first_span is not None]
+    encoded = _encode([q.question for _, q in pairs], [p.context for p, _ in pairs], tokenizer, hp, padding)
+    features = []
+    for index, sample in enumerate(encoded["overflow_to_sample_mapping"]):
+        first_char, last_char = pairs[sample][1].first_span
+        sequence = encoded.sequence_ids(index)
+        offsets = encoded["offset_mapping"][index]
+        context = [position for position, part in enumerate(sequence) if part == 1]
+        start = end = 0
+        if offsets[context[0]][0] <= first_char and offsets[context[-1]][1] > last_char:
+            start = next(p for p in context if offsets[p][1] > first_char)
+            end = next(p for p in reversed(context) if offsets[p][0] <= last_char)
+        item = {name: encoded[name][index] for name in encoded if name not in ("offset_mapping", "overflow_to_sample_mapping")}
+        features.append({**item, "start_positions": start, "end_positions": end})
+    return features
+
+
+def _trainer_predict(trainer: Any, split: Any, tokenizer: Any, hp: dict[str, Any], padding: str | bool) -> dict[str, str]:
+    """The QA example's post-processing: per question, the best valid span over its windows' n-best starts and ends."""
+    import numpy as np
+
+    pairs = list(split.questions())
+    encoded = _encode([q.question for _, q in pairs], [p.context for p, _ in pairs], tokenizer, hp, padding)
+    names = [name for name in encoded if name not in ("offset_mapping", "overflow_to_sample_mapping")]
+    features = [{name: encoded[name][index] for name in names} for index in range(len(encoded["input_ids"]))]
+    output = trainer.predict(features)
+    start_logits, end_logits = output.predictions
+    best: dict[str, tuple[float, str]] = {}
+    for index, sample in enumerate(encoded["overflow_to_sample_mapping"]):
+        passage, question = pairs[sample]
+        sequence = encoded.sequence_ids(index)
+        offsets = encoded["offset_mapping"][index]
+        starts = np.argsort(start_logits[index])[::-1][: hp["n_best_size"]]
+        ends = np.argsort(end_logits[index])[::-1][: hp["n_best_size"]]
+        for start in starts:
+            for end in ends:
+                if start >= len(sequence) or end >= len(sequence) or sequence[start] != 1 or sequence[end] != 1:
+                    continue
+                if end < start or end - start + 1 > hp["max_answer_length"]:
+                    continue
+                score = float(start_logits[index][start] + end_logits[index][end])
+                if question.qid not in best or score > best[question.qid][0]:
+                    best[question.qid] = (score, passage.context[offsets[start][0] : offsets[end][1]])
+    return {question.qid: best.get(question.qid, (0.0, ""))[1] for _, question in pairs}
+
+
+CHILDREN: dict[str, Callable[[Config], Measured]] = {
+    "concur": run_concur,
+    "concur-stock-kernels": lambda config: run_concur(config, stock_kernels=True),
+    "trainer-fast": lambda config: run_trainer(config, pad_to_max=False),
+    "trainer-pad384": lambda config: run_trainer(config, pad_to_max=True),
+}
+
+
+if __name__ == "__main__":
+    main()
