@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from concur.errors import SpecError
+from concur.runner.store import Store
 from concur.runner.study import load_study
 from tests.conftest import write_tiny_reader
 
@@ -64,3 +65,14 @@ def test_a_study_runs_once_and_its_plan_and_cost_show_what_was_spent(concur, tmp
     assert total["jobs"] == 2 and total["cpu_hours"] == pytest.approx(sum(spent.values()) / 3600)
     again = concur(*common, "study", "run", str(study), "--device", "cpu")
     assert "2 jobs, 0 run now: 2 done" in again.stdout
+    # the same grid with another seed: its jobs are estimated from the throughputs the first two stored
+    rows = Store(tmp_path / "runs" / "concur.sqlite").rows()
+    assert all(row["implementation"] == "rasor" and 0 < row["fit_seconds"] < row["wall_seconds"] for row in rows)
+    reseeded = tmp_path / "reseeded.toml"
+    reseeded.write_text(study.read_text() + "seeds = [1]\n")
+    ahead = json.loads(concur(*common, "study", "plan", str(reseeded), "--parallel", "2", "--format", "json").stdout)
+    walls = [job["estimate_wall_seconds"] for job in ahead["jobs"]]
+    assert ahead["counts"] == {"pending": 2} and all(wall > 0 for wall in walls)
+    assert ahead["parallel"] == 2 and ahead["estimate_wall_seconds"] == pytest.approx(max(walls))
+    text = concur(*common, "study", "plan", str(reseeded)).stdout
+    assert f"wall time to go, 1 job at a time: {sum(walls) / 60:,.1f} min" in text

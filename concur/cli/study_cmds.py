@@ -57,10 +57,11 @@ def plan_command(
     file: Path = STUDY_FILE,
     output: Format = typer.Option(Format.table, "--format", help="table or json"),
     source_dir: list[Path] | None = SOURCE_DIR_OPTION,
+    parallel: int = typer.Option(1, "--parallel", min=1, help="Jobs that will run at once (e.g. --workers, or GPUs x jobs per GPU)."),
 ) -> None:
-    """The study's jobs, how many are done, the device-hours still to spend by the durations measured
-    so far, and the source files missing on this machine."""
-    _show(ctx, file, output, source_dir, sync=False)
+    """The study's jobs, how many are done, the device-hours and wall time still to spend by the throughputs
+    measured so far, and the source files missing on this machine."""
+    _show(ctx, file, output, source_dir, sync=False, parallel=parallel)
 
 
 @app.command("collect")
@@ -134,7 +135,7 @@ def _write_report(state: Settings, file: Path, reference: str | None, out_dir: P
     make_report(state, [f"{STUDY_PREFIX}{file}"], out_dir, options, recipes=recipes, study=file, source_dir=source_dir)
 
 
-def _show(ctx: typer.Context, file: Path, output: Format, source_dir: list[Path] | None, *, sync: bool) -> None:
+def _show(ctx: typer.Context, file: Path, output: Format, source_dir: list[Path] | None, *, sync: bool, parallel: int = 1) -> None:
     state = settings(ctx)
     study = load_study(file)
     workspace = state.workspace()
@@ -148,6 +149,8 @@ def _show(ctx: typer.Context, file: Path, output: Format, source_dir: list[Path]
             {
                 "study": study.name,
                 "counts": dict(plan.counts()),
+                "parallel": parallel,
+                "estimate_wall_seconds": plan.wall_estimate(parallel)[0],
                 "budget": dataclasses.asdict(study.grid.budget) if study.grid.budget else None,
                 "missing_sources": [
                     {"path": item.source.path, "benchmarks": list(item.benchmarks), "download": item.source.origin} for item in missing
@@ -161,6 +164,7 @@ def _show(ctx: typer.Context, file: Path, output: Format, source_dir: list[Path]
                         "key": planned.job.key if planned.job else None,
                         "state": planned.state,
                         "estimate_seconds": planned.estimate_seconds,
+                        "estimate_wall_seconds": planned.estimate_wall_seconds,
                         "device_seconds": planned.measured_seconds,
                     }
                     for planned in plan.jobs
@@ -169,6 +173,7 @@ def _show(ctx: typer.Context, file: Path, output: Format, source_dir: list[Path]
         )
     else:
         out.print(_summary(study.name, plan, study.grid.budget))
+        out.print(_wall_line(plan, parallel))
         print_table(
             None, ["approach", "jobs", "done", "failed", "to run", "device-h spent", "device-h to go"], [_row(t) for t in plan.tallies()]
         )
@@ -188,6 +193,19 @@ def _summary(name: str, plan: Plan, budget: Budget | None) -> str:
         limits = [f"{limit:,} {split}" for split, limit in budget.limits().items() if limit is not None]
         grid += f"; budget: at most {' / '.join(limits)} questions, seed {budget.seed}"
     return f"{name}: {len(plan.jobs):,} jobs ({grid}): {parts}"
+
+
+def _wall_line(plan: Plan, parallel: int) -> str:
+    """The wall time still to spend, `parallel` jobs at a time, longest first."""
+    seconds, unmeasured = plan.wall_estimate(parallel)
+    at_once = f"{parallel} job{'s' if parallel != 1 else ''} at a time"
+    unknown = f", plus {unmeasured:,} jobs of approaches never measured" if unmeasured else ""
+    return f"wall time to go, {at_once}: {_duration(seconds)}{unknown}"
+
+
+def _duration(seconds: float) -> str:
+    minutes = seconds / 60
+    return f"{minutes:,.1f} min" if minutes < 120 else f"{minutes / 60:,.1f} h"
 
 
 def _row(tally: Tally) -> list[str]:

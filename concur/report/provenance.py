@@ -23,7 +23,7 @@ from concur.analysis.reference import reference_spec
 from concur.analysis.results import OK_STATUS, REFERENCES, STORE, STUDY_PREFIX, Results
 from concur.analysis.view import EMTable
 from concur.registry import Registry
-from concur.runner.estimate import rates
+from concur.runner.estimate import throughputs
 from concur.runner.grid import GridRequest
 from concur.runner.jobdir import JobState
 from concur.runner.store import ActiveJob, active_jobs, finished_jobs, row_from_result
@@ -148,7 +148,7 @@ def collect_provenance(results: Results, table: EMTable, *, workspace: Workspace
     study_sources = [name.removeprefix(STUDY_PREFIX) for name in results.sources if name.startswith(STUDY_PREFIX)]
     if study is None and study_sources:
         study = load_study(Path(study_sources[0]))
-    plan = plan_study(registry, study, workspace, rates(store_rows)) if study is not None else None
+    plan = plan_study(registry, study, workspace, throughputs(store_rows)) if study is not None else None
     jobs: dict[str, dict[str, Any]] = {}
     if STORE in results.sources:
         jobs.update((row["key"], row) for row in store_rows)

@@ -9,7 +9,7 @@ job arrays (`concur.runner.slurm`); each finished job is indexed as it ends.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +18,7 @@ from concur.data.sources import SourceLocator
 from concur.devices import visible_gpus
 from concur.registry.registry import Registry
 from concur.runner.availability import check_sources
-from concur.runner.estimate import job_estimate, rates
+from concur.runner.estimate import Throughput, job_estimate, throughputs
 from concur.runner.executors import Execution, Executor
 from concur.runner.grid import GridPoint, GridRequest, expand_grid
 from concur.runner.jobs import make_job
@@ -58,7 +58,7 @@ def run_grid(
     check_sources([point.bench for point in points], locator, workspace.data_dir, download=download)
     prepared = _prepare(points, locator, workspace.data_dir)
     with Store(workspace.db_path) as store:
-        tasks = _tasks(points, prepared, request, rates(store.rows()))
+        tasks = _tasks(points, prepared, request, throughputs(store.rows()))
         if execution.executor is Executor.slurm:
             outcomes = _run_on_slurm(tasks, execution, registry_dirs, workspace, store, echo)
         else:
@@ -76,14 +76,14 @@ def _prepare(points: Sequence[GridPoint], locator: SourceLocator, data_dir: Path
 
 
 def _tasks(
-    points: Sequence[GridPoint], prepared: dict[str, PreparedBenchmark], request: GridRequest, rates_by_approach: dict[str, float]
+    points: Sequence[GridPoint], prepared: dict[str, PreparedBenchmark], request: GridRequest, measured: Mapping[str, Throughput]
 ) -> list[Task]:
     """One task per grid point, with its estimated device-seconds (0 when its approach was never measured)."""
     tasks = []
     for point in points:
         bench = prepared[point.bench.id]
         job = make_job(point.approach, bench, seed=point.seed, setting=point.setting, budget=request.budget, precision=request.precision)
-        tasks.append(Task(job, point.approach, job_estimate(job, bench, rates_by_approach) or 0.0))
+        tasks.append(Task(job, point.approach, job_estimate(job, bench, measured) or 0.0))
     return tasks
 
 

@@ -1,41 +1,108 @@
 """How long a job will take, from the jobs already measured: for ordering (longest first) and planning.
 
-A job's time grows with its benchmark's training set, so each approach's measured jobs give
-a rate in device-seconds per training question (the median over its finished jobs, robust
-to one slow node), and a planned job's estimate is that rate times its benchmark's training
-questions. Approaches not measured yet have no estimate; planning says so rather than guess.
+A job's time has three parts, each measured by every finished job and stored in the index:
+a fixed part (starting the worker, reading the data, loading weights, making features), the
+optimisation loop (`fit_seconds`), which grows with the training examples it passes over (the
+spec's epochs times the training questions, or its fixed steps times its batch), and
+prediction (`eval_seconds`), which grows with the test questions. Each approach's
+throughput is the median of each part over its finished jobs (robust to one slow node), and
+a planned job's estimate is the fixed part plus each rate times its own examples and test
+questions: a budget of 300 questions and one epoch is estimated as such, not at the rate of
+a full-size run. Results from before `fit_seconds` was stored count all their time as
+training. Approaches not measured yet have no estimate; planning says so rather than guess.
+
+Times are device-seconds (GPU-seconds, or core-seconds on the CPU: threads x wall), as the
+accounting of each job records them; `wall_seconds` turns a job's estimate back into the
+wall time it takes, and `makespan` packs the estimates onto parallel slots, longest first as
+the local executor starts them.
 """
 
 from __future__ import annotations
 
+import heapq
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from concur.components import resolve
 from concur.data.prepare import PreparedBenchmark
 from concur.runner.budget import QUESTIONS
 from concur.runner.jobs import Job
 
 
-def rates(rows: Iterable[Mapping[str, Any]]) -> dict[str, float]:
-    """Median device-seconds per training question of each approach, over its finished ("ok") jobs."""
-    per_approach: dict[str, list[float]] = defaultdict(list)
+@dataclass(frozen=True)
+class Throughput:
+    """One approach's measured speed, in device-seconds."""
+
+    fixed_seconds: float  # per job, whatever its size
+    seconds_per_example: float  # per training example passed over by the optimisation loop
+    seconds_per_test_question: float
+    devices: float  # device-seconds per wall second (CPU threads, or 1 GPU)
+    jobs: int  # finished jobs it is the median of
+
+    def estimate(self, examples: float, test_questions: int) -> float:
+        return self.fixed_seconds + self.seconds_per_example * examples + self.seconds_per_test_question * test_questions
+
+
+def training_examples(implementation: str | None, hparams: Mapping[str, Any], train_questions: int) -> float | None:
+    """Examples the optimisation loop passes over: fixed steps times the batch, or epochs times the questions.
+
+    None for a fixed step count of an unknown kind (index rows from before the kind was stored): its batch is unknown.
+    """
+    steps = hparams.get("steps", 0)
+    if not steps:
+        return float(hparams.get("epochs", 1.0)) * train_questions
+    if implementation is None:
+        return None
+    return float(steps * resolve("approach", implementation).batch_size(hparams))
+
+
+def throughputs(rows: Iterable[Mapping[str, Any]]) -> dict[str, Throughput]:
+    """Each approach's throughput over its finished ("ok") jobs that recorded their accounting."""
+    parts: dict[str, list[tuple[float, float, float, float]]] = defaultdict(list)
     for row in rows:
         seconds, questions = row.get("device_seconds"), row.get("train_questions")
-        if row.get("status") == "ok" and seconds and questions:
-            per_approach[row["approach"]].append(seconds / questions)
-    return {approach: statistics.median(values) for approach, values in per_approach.items()}
+        if row.get("status") != "ok" or not seconds or not questions or not row.get("hparams"):
+            continue
+        examples = training_examples(row.get("implementation"), row["hparams"], questions)
+        if not examples:
+            continue
+        wall, fit, evaluated, tested = row.get("wall_seconds"), row.get("fit_seconds"), row.get("eval_seconds"), row.get("n_questions")
+        if wall and fit is not None and evaluated is not None and tested:
+            devices = seconds / wall
+            fixed = max(0.0, seconds - (fit + evaluated) * devices)
+            parts[row["approach"]].append((fixed, fit * devices / examples, evaluated * devices / tested, devices))
+        else:  # recorded before fit_seconds was: all of it counts as training
+            parts[row["approach"]].append((0.0, seconds / examples, 0.0, 1.0))
+    return {
+        approach: Throughput(*(statistics.median(column) for column in zip(*measured)), jobs=len(measured))
+        for approach, measured in parts.items()
+    }
 
 
-def estimate_seconds(approach: str, train_questions: int | None, rates_by_approach: Mapping[str, float]) -> float | None:
-    if train_questions is None or approach not in rates_by_approach:
+def job_estimate(job: Job, bench: PreparedBenchmark, measured: Mapping[str, Throughput]) -> float | None:
+    """A job's estimated device-seconds for the questions it sees: its budget's subsets where it has them."""
+    if job.approach not in measured:
         return None
-    return rates_by_approach[approach] * train_questions
+    splits = bench.manifest["splits"]
+    train = job.subset.get("train", {}).get(QUESTIONS, splits["train"][QUESTIONS])
+    test = job.subset.get("test", {}).get(QUESTIONS, splits["test"][QUESTIONS])
+    examples = training_examples(job.implementation, job.hparams, train)
+    return None if examples is None else measured[job.approach].estimate(examples, test)
 
 
-def job_estimate(job: Job, bench: PreparedBenchmark, rates_by_approach: Mapping[str, float]) -> float | None:
-    """A job's estimated device-seconds from the training questions it sees: its budget's subset where it has one."""
-    cut = job.subset.get("train")
-    questions = cut[QUESTIONS] if cut else bench.manifest["splits"]["train"][QUESTIONS]
-    return estimate_seconds(job.approach, questions, rates_by_approach)
+def wall_seconds(approach: str, device_seconds: float, measured: Mapping[str, Throughput]) -> float:
+    """The wall time of a job estimated at `device_seconds`, on as many devices (threads) as its approach's jobs had."""
+    return device_seconds / measured[approach].devices
+
+
+def makespan(durations: Sequence[float], slots: int) -> float:
+    """Wall time of jobs of these durations on `slots` parallel slots, longest first, each to the slot free first."""
+    if slots < 1:
+        raise ValueError(f"slots must be at least 1, got {slots}")
+    free_at = [0.0] * slots
+    for duration in sorted(durations, reverse=True):
+        heapq.heappush(free_at, heapq.heappop(free_at) + duration)
+    return max(free_at)

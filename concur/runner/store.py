@@ -65,6 +65,7 @@ _SQL_TYPES = {str: "TEXT", int: "INTEGER", float: "FLOAT"}
 COLUMNS: dict[str, type] = {
     "key": str,
     "approach": str,
+    "implementation": str,  # the approach's kind (hf-span, rasor, ...): how its hyperparameters read
     "benchmark": str,
     "hparam_id": int,
     "seed": int,
@@ -80,7 +81,9 @@ COLUMNS: dict[str, type] = {
     "optimizer_steps": int,
     "final_loss": float,
     "train_seconds": float,
+    "fit_seconds": float,  # the optimisation loop alone, within train_seconds (concur.runner.estimate)
     "eval_seconds": float,
+    "wall_seconds": float,  # the whole job, start to result
     "device": str,
     "device_kind": str,
     "device_seconds": float,
@@ -356,6 +359,7 @@ def row_from_result(result: dict[str, Any], job_dir: Path, stamp: str | None = N
     return {
         "key": job["key"],
         "approach": job["approach"],
+        "implementation": job.get("implementation"),
         "benchmark": job["benchmark"],
         "hparam_id": job["hparam_id"],
         "seed": job["seed"],
@@ -371,7 +375,9 @@ def row_from_result(result: dict[str, Any], job_dir: Path, stamp: str | None = N
         "optimizer_steps": train.get("optimizer_steps"),
         "final_loss": losses[-1] if losses else None,
         "train_seconds": result.get("train_seconds"),
+        "fit_seconds": (train.get("details") or {}).get("fit_seconds"),
         "eval_seconds": result.get("eval_seconds"),
+        "wall_seconds": accounting.get("wall_seconds"),
         "device": result.get("device"),
         "device_kind": accounting.get("device_kind"),
         "device_seconds": accounting.get("device_seconds"),

@@ -55,7 +55,7 @@ from concur.registry.registry import Registry
 from concur.registry.tables import DESCRIPTIVE_KEYS, Table
 from concur.runner.availability import MissingSource, missing_sources
 from concur.runner.budget import Budget
-from concur.runner.estimate import job_estimate, rates
+from concur.runner.estimate import Throughput, job_estimate, makespan, throughputs, wall_seconds
 from concur.runner.grid import GridPoint, GridRequest, expand_grid
 from concur.runner.jobdir import JobDir, JobState
 from concur.runner.jobs import Job, make_job
@@ -90,6 +90,7 @@ class PlannedJob:
     estimate_seconds: float | None
     measured_seconds: float | None = None  # device-seconds of a finished job
     result: dict[str, Any] | None = None  # its result.json, once finished
+    estimate_wall_seconds: float | None = None  # the wall time of estimate_seconds on its approach's devices
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,12 @@ class Plan:
 
     def counts(self) -> Counter[str]:
         return Counter(planned.state for planned in self.jobs)
+
+    def wall_estimate(self, slots: int) -> tuple[float, int]:
+        """Wall seconds of the jobs still to run that have an estimate, `slots` at a time, and how many have none."""
+        to_run = [planned for planned in self.jobs if planned.state not in FINISHED]
+        known = [planned.estimate_wall_seconds for planned in to_run if planned.estimate_wall_seconds is not None]
+        return makespan(known, slots), len(to_run) - len(known)
 
     def shape(self) -> Shape:
         points = [planned.point for planned in self.jobs]
@@ -177,7 +184,7 @@ def plan_study(
     registry: Registry,
     study: Study,
     workspace: Workspace,
-    rates_by_approach: Mapping[str, float] | None = None,
+    speeds: Mapping[str, Throughput] | None = None,
 ) -> Plan:
     """Every job of the study with its state, its result once finished and, where the approach was
     measured, its estimated device-seconds."""
@@ -195,8 +202,9 @@ def plan_study(
         job_dir = JobDir(workspace.jobs_dir / job.key)
         result = job_dir.result()
         measured = ((result or {}).get("accounting") or {}).get("device_seconds")
-        estimate = job_estimate(job, bench, rates_by_approach or {})
-        plan.jobs.append(PlannedJob(point, job, job_dir.state().value, estimate, measured, result))
+        estimate = job_estimate(job, bench, speeds or {})
+        wall = wall_seconds(point.approach.id, estimate, speeds or {}) if estimate is not None else None
+        plan.jobs.append(PlannedJob(point, job, job_dir.state().value, estimate, measured, result, wall))
     return plan
 
 
@@ -208,7 +216,7 @@ def survey_study(
     finished = finished_jobs(workspace.db_path, workspace.jobs_dir)  # indexes what the workers wrote
     for line in finished.warnings():
         warn(line)
-    plan = plan_study(registry, study, workspace, rates(finished.rows))
+    plan = plan_study(registry, study, workspace, throughputs(finished.rows))
     return plan, missing_sources((planned.point.bench for planned in plan.jobs), locator, workspace.data_dir)
 
 

@@ -1,0 +1,77 @@
+"""Job estimates from measured throughputs: a fixed part, training examples and test questions, hand-computed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from concur.data.prepare import PreparedBenchmark
+from concur.runner.estimate import Throughput, job_estimate, makespan, throughputs, training_examples, wall_seconds
+from concur.runner.jobs import Job
+
+
+def row(approach="a", *, device=100.0, wall=50.0, fit=30.0, evaluated=10.0, tested=200, trained=300, status="ok", **hparams):
+    return {
+        "approach": approach,
+        "implementation": "hf-span" if approach == "a" else "rasor",
+        "status": status,
+        "device_seconds": device,
+        "wall_seconds": wall,
+        "fit_seconds": fit,
+        "eval_seconds": evaluated,
+        "n_questions": tested,
+        "train_questions": trained,
+        "hparams": {"epochs": 1.0, **hparams},
+    }
+
+
+def test_a_throughput_splits_a_job_into_its_fixed_part_training_and_prediction():
+    # 2 devices (100 device-s over 50 s): training 30 s x 2 over 300 examples, prediction 10 s x 2 over 200 questions
+    (speed,) = throughputs([row()]).values()
+    assert speed == Throughput(fixed_seconds=20.0, seconds_per_example=0.2, seconds_per_test_question=0.1, devices=2.0, jobs=1)
+    assert speed.estimate(examples=2000, test_questions=500) == pytest.approx(20 + 0.2 * 2000 + 0.1 * 500)
+
+
+def test_each_part_is_the_median_over_finished_jobs_and_failures_do_not_count():
+    rows = [row(), row(device=160.0, wall=80.0, fit=60.0, trained=300), row(device=10_000.0, status="failed")]
+    rows.append(row(device=40.0, wall=40.0, fit=20.0, evaluated=10.0, tested=100, trained=100, epochs=2.0))  # 1 device, 200 examples
+    speed = throughputs(rows)["a"]
+    assert speed.jobs == 3
+    # fixed: 20, 160 - 70 x 2 = 20, 40 - 30 = 10; per example: 0.2, 0.4, 0.1; per test question: 0.1, 0.1, 0.1
+    assert (speed.fixed_seconds, speed.seconds_per_example, speed.seconds_per_test_question) == pytest.approx((20.0, 0.2, 0.1))
+
+
+def test_examples_are_epochs_times_questions_or_fixed_steps_times_the_batch():
+    assert training_examples("hf-span", {"epochs": 2.0, "train_batch_size": 16}, 300) == 600.0
+    assert training_examples("rasor", {"epochs": 1.0, "steps": 50, "batch_size": 8}, 300) == 400.0
+    assert training_examples("hf-span", {"epochs": 3.0, "train_batch_size": 16}, 300) == 900.0
+    assert training_examples(None, {"steps": 50, "batch_size": 8}, 300) is None  # an old row: its kind's batch is unknown
+
+
+def test_a_result_from_before_fit_seconds_counts_all_its_time_as_training():
+    old = {**row(), "fit_seconds": None, "wall_seconds": None}
+    assert throughputs([old])["a"] == Throughput(0.0, 100.0 / 300, 0.0, 1.0, 1)
+
+
+def bench(train: int, test: int) -> PreparedBenchmark:
+    splits = {"train": {"questions": train}, "test": {"questions": test}}
+    return PreparedBenchmark(Path("/nonexistent"), {"benchmark": "b", "data_hash": "0" * 64, "splits": splits})
+
+
+def test_a_planned_job_is_estimated_for_the_questions_its_budget_leaves_it():
+    speeds = throughputs([row()])
+    job = Job("a", "b", 0, 0, {"epochs": 2.0, "train_batch_size": 16}, "hf-span", {}, "0" * 64)
+    assert job_estimate(job, bench(1000, 400), speeds) == pytest.approx(20 + 0.2 * 2000 + 0.1 * 400)
+    budgeted = Job(**{**job.__dict__, "subset": {"train": {"questions": 300, "seed": 0}, "test": {"questions": 200, "seed": 0}}})
+    assert job_estimate(budgeted, bench(1000, 400), speeds) == pytest.approx(20 + 0.2 * 600 + 0.1 * 200)
+    assert job_estimate(Job(**{**job.__dict__, "approach": "never-run"}), bench(1000, 400), speeds) is None
+    assert wall_seconds("a", 440.0, speeds) == 220.0  # its approach's jobs ran on 2 devices
+
+
+def test_the_makespan_packs_the_longest_jobs_first_onto_the_slot_free_first():
+    assert makespan([3, 5, 3, 4, 3], 2) == 10  # 5 | 4, then 3 -> 7, 3 -> 8, 3 -> 10
+    assert makespan([3, 5, 3, 4, 3], 1) == 18
+    assert makespan([3, 5], 4) == 5 and makespan([], 2) == 0
+    with pytest.raises(ValueError, match="slots must be at least 1"):
+        makespan([1.0], 0)
