@@ -15,16 +15,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from carved_squad import carved_squad, squad_dev_path
+
 from concur.approaches.hf_span.feature_cache import predict_features, train_features
 from concur.approaches.hf_span.hparams import HFSpanHParams
 from concur.approaches.hf_span.loading import load_pretrained
-from concur.data.mrqa import read_mrqa
-from concur.data.transforms import carve
 from concur.registry.registry import default_registry
-from concur.workspace import data_roots
-
-SQUAD_DEV = "mrqa/dev/SQuAD.jsonl.gz"
-CARVE = {"by": "context", "test_fraction": 0.2, "seed": 0}  # as benchmarks/squad-dev-carved.toml
 
 
 def main() -> None:
@@ -32,14 +28,10 @@ def main() -> None:
     parser.add_argument("--approach", default="minilm-l6")
     parser.add_argument("--source-dir", type=Path, action="append", default=[])
     args = parser.parse_args()
-    roots = data_roots(tuple(args.source_dir))
-    path = next((root / SQUAD_DEV for root in roots if (root / SQUAD_DEV).is_file()), None)
-    if path is None:
-        raise SystemExit(f"{SQUAD_DEV} not found under {', '.join(map(str, roots))}; pass --source-dir")
+    train, test = carved_squad(squad_dev_path(args.source_dir))
     spec = default_registry().approach(args.approach)
     hparams = HFSpanHParams(**spec.hparams)
     tokenizer = load_pretrained(spec, None, lambda line: None).tokenizer
-    train, test = carve(read_mrqa(path), **CARVE)
     print(f"machine: {platform.processor() or platform.machine()}; {args.approach} windows of {hparams.max_seq_length} tokens")
     print(f"{'side':6s} {'questions':>9s} {'windows':>8s} {'no cache (s)':>13s} {'first job (s)':>14s} {'later jobs (s)':>15s}")
     for name, split, make in (("train", train, train_features), ("test", test, predict_features)):

@@ -43,12 +43,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-SQUAD_DEV = "mrqa/dev/SQuAD.jsonl.gz"
+from carved_squad import carved_squad, squad_dev_path
+
 APPROACH = "minilm-l6"
 SYSTEMS = ("concur", "trainer-fast", "trainer-pad384")
 ABLATIONS = ("concur-stock-kernels",)
 CPU_FEATURES = ("avx512f", "avx512_bf16", "amx_bf16")  # what bf16 on the CPU runs on, recorded with each result
-CARVE = {"by": "context", "test_fraction": 0.2, "seed": 0}  # as benchmarks/squad-dev-carved.toml
 
 
 @dataclass(frozen=True)
@@ -142,12 +142,8 @@ def main() -> None:
 
 def _config(args: argparse.Namespace) -> Config:
     from concur.registry.registry import default_registry
-    from concur.workspace import data_roots
 
-    roots = data_roots(tuple(args.source_dir))
-    data = next((root / SQUAD_DEV for root in roots if (root / SQUAD_DEV).is_file()), None)
-    if data is None:
-        raise SystemExit(f"{SQUAD_DEV} not found under {', '.join(map(str, roots))}; pass --source-dir")
+    data = squad_dev_path(args.source_dir)
     hparams = dict(default_registry().approach(APPROACH).hparams)
     hparams["epochs"] = args.epochs
     if args.learning_rate is not None:
@@ -247,10 +243,9 @@ def _table(summary: dict[str, Any], systems: list[str]) -> str:
 
 
 def _splits(config: Config) -> tuple[Any, Any]:
-    from concur.data.mrqa import read_mrqa
-    from concur.data.transforms import carve, downsample
+    from concur.data.transforms import downsample
 
-    train, test = carve(read_mrqa(Path(config.data)), **CARVE)
+    train, test = carved_squad(Path(config.data))
     return downsample(train, config.train_questions, config.seed), downsample(test, config.test_questions, config.seed)
 
 
