@@ -74,16 +74,15 @@ def test_a_study_file_sets_the_precision_and_a_wrong_one_is_named(tmp_path):
 def test_a_bf16_run_on_the_cpu_is_its_own_job_and_records_its_precision(concur, tmp_path, tiny_registry):
     common = ["--registry", str(tiny_registry), "--runs-dir", str(tmp_path / "runs")]
     run = [*common, "run", "-a", "tiny-reader", "-b", "tiny-babi", "--device", "cpu", "--source-dir", str(tmp_path / "data-root")]
-    plain = concur(*run)
-    assert plain.returncode == 0, plain.stderr
     bf16 = concur(*run, "--precision", "bf16")
     assert bf16.returncode == 0, bf16.stderr
     assert bf16.stdout.startswith("done: tiny-reader on tiny-babi (hparams 0, seed 0, bf16)"), bf16.stdout
     again = concur(*run, "--precision", "bf16")
     assert again.stdout.startswith("already done, nothing to run: tiny-reader on tiny-babi"), again.stdout
-    rows = {row["precision"]: row for row in Store(tmp_path / "runs" / "concur.sqlite").rows()}
-    assert sorted(rows) == ["bf16", "fp32"] and rows["bf16"]["key"] != rows["fp32"]["key"]
-    result = json.loads(Path(rows["bf16"]["job_dir"], "result.json").read_text())
-    assert result["precision"] == "bf16" and result["job"]["precision"] == "bf16" and result["status"] == "ok"
+    (row,) = Store(tmp_path / "runs" / "concur.sqlite").rows()
+    result = json.loads(Path(row["job_dir"], "result.json").read_text())
+    assert row["precision"] == "bf16" and result["precision"] == "bf16" and result["status"] == "ok"
+    job = Job.from_definition(result["job"])
+    assert job.precision == "bf16" and job.key == row["key"] != Job(**{**job.__dict__, "precision": "auto"}).key
     wrong = concur(*run, "--precision", "fp16")
     assert wrong.returncode != 0 and "--precision: unknown precision 'fp16'; use one of auto, fp32, bf16" in wrong.stderr
