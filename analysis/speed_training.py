@@ -24,6 +24,7 @@ through the optimisation loop / its seconds; for Trainer, `train()`), eval quest
 forward passes and answer decoding / their seconds), peak memory (max RSS on the CPU, allocated
 memory on CUDA), EM and F1 on the test questions, and the whole run's seconds (loading, features,
 training, prediction). Writes the results as JSON (`--out`) and prints a table with concur's ratios.
+Trainer needs `accelerate` (in concur's `test` extra: `pip install -e '.[test,minilm]'`).
 """
 
 from __future__ import annotations
@@ -424,8 +425,12 @@ def _trainer_predict(trainer: Any, split: Any, tokenizer: Any, hp: dict[str, Any
     encoded = _encode([q.question for _, q in pairs], [p.context for p, _ in pairs], tokenizer, hp, padding)
     names = [name for name in encoded if name not in ("offset_mapping", "overflow_to_sample_mapping")]
     features = [{name: encoded[name][index] for name in names} for index in range(len(encoded["input_ids"]))]
+    # With length grouping, Trainer (transformers 5) evaluates in a length-grouped order too and predict()
+    # returns the logits in that order; the sampler is seeded, so asking it again gives the order to undo
+    order = np.asarray(list(trainer._get_eval_sampler(features)))
     output = trainer.predict(features)
-    start_logits, end_logits = output.predictions
+    start_logits, end_logits = (np.empty_like(logits) for logits in output.predictions)
+    start_logits[order], end_logits[order] = output.predictions
     best: dict[str, tuple[float, str]] = {}
     for index, sample in enumerate(encoded["overflow_to_sample_mapping"]):
         passage, question = pairs[sample]
