@@ -266,7 +266,6 @@ def run_concur(config: Config, stock_kernels: bool = False) -> Measured:
     import torch
 
     from concur.approaches.base import RunContext, build_approach
-    from concur.metrics import evaluate
     from concur.registry.registry import default_registry
 
     torch.set_num_threads(config.threads)
@@ -282,16 +281,27 @@ def run_concur(config: Config, stock_kernels: bool = False) -> Measured:
     report = approach.train(train, context)
     predicting = time.perf_counter()
     predictions = approach.predict(test, context)
+    system = "concur-stock-kernels" if stock_kernels else "concur"
+    trained = (round(report.train_features * config.hparams["epochs"]), report.optimizer_steps, report.details["fit_seconds"])
+    return _measured(system, config, test, predictions, trained, started, predicting)
+
+
+def _measured(
+    system: str, config: Config, test: Any, predictions: dict[str, str], trained: tuple[int, int, float], started: float, predicting: float
+) -> Measured:
+    """One run's measures once its predictions are in: `trained` is (windows, optimiser steps, seconds of training)."""
+    from concur.metrics import evaluate
+
     _synchronize(config.device)
     done = time.perf_counter()
     scores = evaluate(_gold(test), predictions)
-    epochs = config.hparams["epochs"]
+    windows, steps, train_seconds = trained
     return Measured(
-        system="concur-stock-kernels" if stock_kernels else "concur",
+        system=system,
         round=0,
-        train_windows=round(report.train_features * epochs),
-        optimizer_steps=report.optimizer_steps,
-        train_seconds=report.details["fit_seconds"],
+        train_windows=windows,
+        optimizer_steps=steps,
+        train_seconds=train_seconds,
         eval_questions=test.n_questions,
         eval_seconds=done - predicting,
         total_seconds=done - started,
@@ -320,8 +330,6 @@ def run_trainer(config: Config, pad_to_max: bool) -> Measured:
         default_data_collator,
     )
     from transformers.utils import logging as hf_logging
-
-    from concur.metrics import evaluate
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
@@ -366,22 +374,16 @@ def run_trainer(config: Config, pad_to_max: bool) -> Measured:
         _synchronize(config.device)
         predicting = time.perf_counter()
         predictions = _trainer_predict(trainer, test, tokenizer, hp, padding)
-        _synchronize(config.device)
-        done = time.perf_counter()
-    scores = evaluate(_gold(test), predictions)
-    return Measured(
-        system="trainer-pad384" if pad_to_max else "trainer-fast",
-        round=0,
-        train_windows=round(len(train_features) * hp["epochs"]),
-        optimizer_steps=outcome.global_step,
-        train_seconds=predicting - training,
-        eval_questions=test.n_questions,
-        eval_seconds=done - predicting,
-        total_seconds=done - started,
-        peak_memory_mb=_peak_memory_mb(config.device),
-        em=scores.exact_match,
-        f1=scores.f1,
-    )
+        measured = _measured(
+            "trainer-pad384" if pad_to_max else "trainer-fast",
+            config,
+            test,
+            predictions,
+            (round(len(train_features) * hp["epochs"]), outcome.global_step, predicting - training),
+            started,
+            predicting,
+        )
+    return measured
 
 
 def _encode(questions: list[str], contexts: list[str], tokenizer: Any, hp: dict[str, Any], padding: str | bool) -> Any:
