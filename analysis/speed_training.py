@@ -3,7 +3,8 @@
 Run: `python analysis/speed_training.py [--train-questions 512] [--test-questions 500] [--epochs 1]
 [--precision auto|fp32|bf16] [--rounds 1] [--out runs/bench/speed-training.json]`.
 
-Three systems fine-tune the same weights (minilm-l6's, or --model-path) on the same questions:
+Three systems fine-tune the same weights (minilm-l6's, --model-path, or with --random-weights a
+bert-base-sized BERT drawn at random, for speed on a GPU) on the same questions:
 - `concur`: the hf-span approach, as `concur run` trains it;
 - `trainer-fast`: a plain `transformers.Trainer` script with its fast settings: dynamic padding
   (DataCollatorWithPadding), length-grouped batches, fused AdamW, SDPA attention;
@@ -106,6 +107,12 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--model-path", type=Path, default=None, help="default: the weights minilm-l6 ships with")
+    parser.add_argument(
+        "--random-weights",
+        action="store_true",
+        help="train a bert-base-sized BERT (transformers' BertConfig defaults) from seeded random weights, with the tokenizer of "
+        "--model-path (the same bert-base-uncased vocabulary): speed only, its EM means nothing",
+    )
     parser.add_argument("--source-dir", type=Path, action="append", default=[])
     parser.add_argument("--out", type=Path, default=Path("runs/bench/speed-training.json"))
     parser.add_argument("--child", choices=SYSTEMS + ABLATIONS, help=argparse.SUPPRESS)
@@ -119,9 +126,15 @@ def main() -> None:
     unknown = sorted(set(systems) - set(SYSTEMS + ABLATIONS))
     if unknown:
         raise SystemExit(f"unknown system {', '.join(unknown)}; choose from {', '.join(SYSTEMS + ABLATIONS)}")
-    config = _config(args)
+    with tempfile.TemporaryDirectory(prefix="speed-training-") as scratch:
+        config = _config(args, Path(scratch))
+        _benchmark(args, systems, config)
+
+
+def _benchmark(args: argparse.Namespace, systems: list[str], config: Config) -> None:
     machine = _machine(config)
     print(f"machine: {machine['device']}, {config.threads} threads; torch {machine['torch']}, transformers {machine['transformers']}")
+    print(f"model: {config.model_path}")
     print(f"data: {config.train_questions} train / {config.test_questions} test questions of SQuAD dev; {json.dumps(config.hparams)}")
     runs: list[Measured] = []
     for round_ in range(args.rounds):
@@ -141,7 +154,7 @@ def main() -> None:
     print(f"written: {args.out}")
 
 
-def _config(args: argparse.Namespace) -> Config:
+def _config(args: argparse.Namespace, scratch: Path) -> Config:
     from concur.registry.registry import default_registry
 
     data = squad_dev_path(args.source_dir)
@@ -152,6 +165,8 @@ def _config(args: argparse.Namespace) -> Config:
     if args.batch_size is not None:
         hparams["train_batch_size"] = args.batch_size
     model_path = args.model_path or _shipped_weights()
+    if args.random_weights:
+        model_path = _random_bert_base(model_path, scratch / "random-bert-base", args.seed)
     return Config(
         str(data), str(model_path), args.train_questions, args.test_questions, hparams, args.precision, args.device, args.threads, args.seed
     )
@@ -166,6 +181,19 @@ def _shipped_weights() -> Path:
     settings = model_settings(default_registry().approach(APPROACH))
     assert settings.package is not None
     return Path(str(importlib.resources.files(settings.package) / settings.package_subdir))
+
+
+def _random_bert_base(tokenizer_path: Path, directory: Path, seed: int) -> Path:
+    """A bert-base-sized span model with seeded random weights, saved with `tokenizer_path`'s tokenizer so every
+    system loads it alike. BertConfig's defaults are bert-base-uncased's sizes (12 layers, 768 wide, 12 heads)."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForQuestionAnswering
+
+    torch.manual_seed(seed)
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
+    BertForQuestionAnswering(BertConfig(vocab_size=tokenizer.vocab_size)).save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory
 
 
 def _machine(config: Config) -> dict[str, Any]:

@@ -122,11 +122,12 @@ class HFSpanApproach:
                 with autocast(context.device, context.precision):
                     output = model(**inputs)
                 start_mask, end_mask = span_masks(features, indices, inputs["input_ids"].shape[1])
+                masks = to_device({"start": start_mask, "end": end_mask}, context.device)
                 score, start, end = best_window_spans(
                     output.start_logits,
                     output.end_logits,
-                    start_mask.to(context.device),
-                    end_mask.to(context.device),
+                    masks["start"],
+                    masks["end"],
                     hp.n_best_size,
                     hp.max_answer_length,
                 )

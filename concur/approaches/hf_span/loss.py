@@ -52,7 +52,8 @@ class WindowObjective:
 
     def batch(self, indices: np.ndarray) -> WindowBatch:
         inputs = to_device(pad_batch(self.windows, indices, self.pad_id, pad_multiple(self.device)), self.device)
-        return WindowBatch(inputs, self.starts[indices].to(self.device), self.ends[indices].to(self.device))
+        targets = to_device({"starts": self.starts[indices], "ends": self.ends[indices]}, self.device)
+        return WindowBatch(inputs, targets["starts"], targets["ends"])
 
     def forward(self, model: Any, batch: WindowBatch) -> Any:
         return model(**batch.inputs)
