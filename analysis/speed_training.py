@@ -12,7 +12,7 @@ bert-base-sized BERT drawn at random, for speed on a GPU) on the same questions:
   padded to `max_seq_length`, random batches;
 - `concur-stock-kernels` (only when asked for): concur with transformers' SDPA attention and
   PyTorch's dropout instead of its own (concur.approaches.hf_span.attention, .dropout), which
-  shows what those buy.
+  shows what those buy (on CUDA: PyTorch's own choice of attention backend, cuDNN's included).
 All three use the spec's hyperparameters (learning rate, batch, warm-up, decay, clipping, Adam's
 epsilon, window length and stride) and the same precision: `auto` is fp32 on the CPU and bf16
 autocast on CUDA (Trainer's `bf16=True`), `bf16` is bf16 autocast on both. Data: SQuAD dev (the

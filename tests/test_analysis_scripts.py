@@ -71,3 +71,36 @@ def test_speed_features_windows_the_carved_squad_sides_and_reads_them_back(tmp_p
     # the carved sides of squad-dev-carved, and their windows of 384 tokens moving 128 (BERT's geometry)
     assert [rows["train"][:2], rows["test"][:2]] == [["8,414", "8,650"], ["2,093", "2,119"]]
     assert all(float(seconds) >= 0 for row in rows.values() for seconds in row[2:])
+
+
+def test_speed_attention_times_every_backend_setting_the_device_has(tmp_path):
+    """On the CPU only the default and no-cuDNN settings can serve a masked SDPA; the GPU-only ones say so."""
+    ran = subprocess.run(
+        [sys.executable, str(REPO / "analysis" / "speed_attention.py"), "--device", "cpu", "--batch", "2", "--heads", "2",
+         "--shortest", "16", "--longest", "32"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    rows = {line.split()[0]: line.split()[1:] for line in ran.stdout.splitlines()[3:]}
+    assert "3 lengths" in ran.stdout.splitlines()[0]  # 16, 24, 32
+    assert sorted(rows) == ["cudnn", "default", "efficient", "no-cudnn"]
+    assert all(float(ms) > 0 for name in ("default", "no-cudnn") for ms in rows[name])
+    assert rows["cudnn"][0] == rows["efficient"][0] == "unavailable:"
+
+
+def test_random_bert_base_has_bert_base_sizes_and_the_given_tokenizer(tmp_path, monkeypatch):
+    import importlib.util
+
+    from transformers import AutoConfig, AutoTokenizer
+
+    monkeypatch.syspath_prepend(str(REPO / "analysis"))
+    spec = importlib.util.spec_from_file_location("speed_training", REPO / "analysis" / "speed_training.py")
+    speed_training = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "speed_training", speed_training)  # its dataclasses look their module up
+    spec.loader.exec_module(speed_training)
+    weights = speed_training._shipped_weights()
+    directory = speed_training._random_bert_base(weights, tmp_path / "bert", seed=0)
+    config = AutoConfig.from_pretrained(directory)
+    assert (config.num_hidden_layers, config.hidden_size, config.num_attention_heads, config.intermediate_size) == (12, 768, 12, 3072)
+    assert config.architectures == ["BertForQuestionAnswering"]
+    assert AutoTokenizer.from_pretrained(directory).get_vocab() == AutoTokenizer.from_pretrained(weights).get_vocab()

@@ -13,7 +13,7 @@ from concur.errors import SpecError
 from concur.recipes.spec import load_recipe
 
 # A kind of one's own, in a module outside concur: each approach's rank on each benchmark (1 = best).
-RANKS_MODULE = '''
+RANKS_MODULE = """
 from dataclasses import dataclass
 
 from concur.components import FigureKind
@@ -40,7 +40,7 @@ def draw(recipe, table, stem, output):
 
 
 KIND = FigureKind(options=RankOptions, draw=draw, reference="reference")
-'''
+"""
 
 RESULTS = "approach,benchmark,em\na,b1,50\nb,b1,70\nc,b1,60\na,b2,10\nb,b2,30\nc,b2,20\n"
 

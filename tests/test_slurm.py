@@ -190,9 +190,7 @@ def _training_started(job_dir: Path) -> bool:
 
 
 @pytest.mark.parametrize("signal_name", ["TERM", "USR2"])
-def test_a_job_stopped_by_a_signal_is_left_interrupted_and_the_rerun_finishes_it(
-    slurm, settled, tmp_path, tiny_registry, signal_name
-):
+def test_a_job_stopped_by_a_signal_is_left_interrupted_and_the_rerun_finishes_it(slurm, settled, tmp_path, tiny_registry, signal_name):
     """SIGTERM (preemption without requeue, the time limit) and SIGUSR2 (submitit's warning before the time
     limit) stop the job without a result and without a failure: the next run of the grid runs it again."""
     _slow_approach(tiny_registry, "tiny-slow", 60.0)

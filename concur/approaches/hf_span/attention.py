@@ -6,8 +6,10 @@ every row for -inf, all in fp32 even under bf16 autocast. Padding only ever mask
 row is fully masked, and the plain softmax with concur's bulk dropout
 (concur.approaches.dropout), its products under autocast, computes the same function: a MiniLM
 step takes 1.36x less time under bf16 autocast, 1.06x in fp32 (docs/performance.md). Everywhere
-else (CUDA, prediction, no dropout) this is transformers' SDPA attention unchanged, and masks
-are built as for SDPA.
+else (CUDA, prediction, no dropout) this is transformers' SDPA attention, and masks are built as
+for SDPA; on CUDA it keeps to the backends that need no per-shape set-up (flash, memory-efficient,
+math): batches are padded only to their longest window, so a run meets dozens of lengths, and
+cuDNN's attention builds an execution plan for every new one (analysis/speed_attention.py).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import torch
 from concur.approaches.dropout import dropout as bulk_dropout
 
 NAME = "concur_sdpa"
+SHAPE_FREE_BACKENDS = ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH")  # SDPBackend names
 
 
 def attention_forward(
@@ -35,6 +38,11 @@ def attention_forward(
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     plain = kwargs.get("position_bias") is None and getattr(module, "num_key_value_groups", 1) == 1
+    if query.device.type == "cuda":
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        with sdpa_kernel([getattr(SDPBackend, name) for name in SHAPE_FREE_BACKENDS]):
+            return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
     if dropout == 0.0 or query.device.type != "cpu" or not plain or getattr(module, "is_causal", False):
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
     scale = query.shape[-1] ** -0.5 if scaling is None else scaling
