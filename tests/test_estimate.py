@@ -75,3 +75,26 @@ def test_the_makespan_packs_the_longest_jobs_first_onto_the_slot_free_first():
     assert makespan([3, 5], 4) == 5 and makespan([], 2) == 0
     with pytest.raises(ValueError, match="slots must be at least 1"):
         makespan([1.0], 0)
+
+
+def test_the_makespan_starts_after_what_the_running_jobs_have_left():
+    assert makespan([3, 3], 2, busy=[4, 1]) == 7  # 3 -> the slot free at 1 (now free at 4), 3 -> either slot, free at 4: 7
+    assert makespan([2], 2, busy=[4, 1]) == 4  # 2 -> the slot free at 1 (3); the other runs until 4
+    assert makespan([], 2, busy=[4, 1]) == 4
+    with pytest.raises(ValueError, match="2 running jobs cannot fit 1 slots"):
+        makespan([1.0], 1, busy=[1, 2])
+
+
+def test_the_progress_eta_packs_pending_jobs_onto_the_running_slots(monkeypatch):
+    from types import SimpleNamespace
+
+    from concur.runner import progress_view
+
+    clock = [100.0]
+    monkeypatch.setattr(progress_view.time, "monotonic", lambda: clock[0])
+    task = lambda key, seconds: SimpleNamespace(job=SimpleNamespace(key=key), estimate_seconds=seconds)  # noqa: E731
+    view = progress_view.GridProgress(6, lambda line: None)
+    view.started_at = {"r1": 90.0, "r2": 99.0}  # 10 s and 1 s into their runs
+    view.update([task("r1", 30.0), task("r2", 5.0)], [task("p1", 8.0), task("p2", 8.0), task("p3", 0.0)], [])
+    # slots free at 20 and 4; 8 -> the slot free at 4 (12), 8 -> at 12 (20): both slots end at 20
+    assert view.eta_seconds() == (20.0, 1)

@@ -98,11 +98,15 @@ def wall_seconds(approach: str, device_seconds: float, measured: Mapping[str, Th
     return device_seconds / measured[approach].devices
 
 
-def makespan(durations: Sequence[float], slots: int) -> float:
-    """Wall time of jobs of these durations on `slots` parallel slots, longest first, each to the slot free first."""
+def makespan(durations: Sequence[float], slots: int, busy: Sequence[float] = ()) -> float:
+    """Wall time of jobs of these durations on `slots` parallel slots, longest first, each to the slot free first;
+    `busy` holds the seconds left of jobs already running, one per slot they occupy."""
     if slots < 1:
         raise ValueError(f"slots must be at least 1, got {slots}")
-    free_at = [0.0] * slots
+    if len(busy) > slots:
+        raise ValueError(f"{len(busy)} running jobs cannot fit {slots} slots")
+    free_at = [*busy, *[0.0] * (slots - len(busy))]
+    heapq.heapify(free_at)
     for duration in sorted(durations, reverse=True):
         heapq.heappush(free_at, heapq.heappop(free_at) + duration)
     return max(free_at)

@@ -57,7 +57,7 @@ OUTPUT_TAIL_LINES = 5  # lines of a dead worker's output kept in the failure rea
 class Task:
     job: Job
     spec: ApproachSpec
-    estimate_seconds: float = 0.0  # for longest-first ordering and the ETA; 0 when nothing was measured
+    estimate_seconds: float = 0.0  # wall seconds, for longest-first ordering and the ETA; 0 when nothing was measured
 
 
 @dataclass(frozen=True)

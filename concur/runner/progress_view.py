@@ -17,6 +17,7 @@ from rich.live import Live
 from rich.table import Table
 
 from concur.progress import STDERR, progress_enabled
+from concur.runner.estimate import makespan
 from concur.runner.jobdir import JobState
 
 REFRESHES_PER_SECOND = 2
@@ -75,12 +76,12 @@ class GridProgress:
             self.live.update(self._table())
 
     def eta_seconds(self) -> tuple[float, int]:
-        """Remaining work divided over the jobs running now, and how many jobs have no estimate."""
+        """The pending jobs packed, longest first, onto as many slots as jobs run now, after what the running ones have
+        left (their wall estimates); and how many jobs have no estimate."""
         now = time.monotonic()
-        remaining = sum(task.estimate_seconds for task in self.pending)
-        remaining += sum(max(0.0, task.estimate_seconds - (now - self.started_at.get(task.job.key, now))) for task in self.running)
+        left = [max(0.0, task.estimate_seconds - (now - self.started_at.get(task.job.key, now))) for task in self.running]
         unknown = sum(1 for task in [*self.pending, *self.running] if not task.estimate_seconds)
-        return remaining / max(1, len(self.running)), unknown
+        return makespan([task.estimate_seconds for task in self.pending], max(1, len(self.running)), left), unknown
 
     def _position(self) -> str:
         done = self.counts[JobState.DONE.value] + self.counts[JobState.FAILED.value]
