@@ -64,6 +64,23 @@ def test_speed_training_runs_concur_and_both_trainer_settings_on_the_same_questi
 
 
 @pytest.mark.slow
+def test_speed_training_shares_the_device_between_concurrent_jobs(tmp_path):
+    import json
+
+    shared_file("mrqa/dev/SQuAD.jsonl.gz")
+    out_file = tmp_path / "speed.json"
+    out = _script(
+        tmp_path, "speed_training.py", "--systems", "concur", "--sharing", "2", "--threads", "2", "--train-questions", "12",
+        "--test-questions", "10", "--batch-size", "8", "--out", str(out_file),
+    )  # fmt: skip
+    (sharing,) = json.loads(out_file.read_text())["sharing"]
+    assert sharing["jobs"] == 2 and sharing["jobs_per_hour"] == pytest.approx(2 * 3600 / sharing["wall_seconds"])
+    assert [run["optimizer_steps"] for run in sharing["runs"]] == [2, 2]
+    assert all(run["eval_questions"] == 10 for run in sharing["runs"])
+    assert "2 concur jobs at once:" in out
+
+
+@pytest.mark.slow
 def test_speed_features_windows_the_carved_squad_sides_and_reads_them_back(tmp_path):
     shared_file("mrqa/dev/SQuAD.jsonl.gz")
     out = _script(tmp_path, "speed_features.py")

@@ -31,13 +31,14 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from concur.devices import Gpu, usable_cores
 from concur.registry.specs import ApproachSpec
 from concur.runner.claims import Claim, ClaimBook, Heartbeat
 from concur.runner.execute import RunOptions
 from concur.runner.faults import FaultPoint, fault_point
+from concur.runner.forked import Zygote
 from concur.runner.jobdir import JobDir, JobState
 from concur.runner.jobs import Job
 from concur.runner.local import Outcome, claim_job, finished_outcome
@@ -77,12 +78,22 @@ class _Todo:
     claim: Claim | None = None  # taken when the job first starts, kept across its retries
 
 
+class WorkerProcess(Protocol):
+    """What the pool needs of a worker: a `subprocess.Popen`, or a worker the zygote forked."""
+
+    pid: int
+
+    def poll(self) -> int | None: ...
+
+    def wait(self) -> int: ...
+
+
 @dataclass
 class _Running:
     task: Task
     claim: Claim
     request: JobRequest
-    process: subprocess.Popen
+    process: WorkerProcess
     gpu: Gpu | None
     started: float
     deadline: float
@@ -109,6 +120,7 @@ class LocalPool:
         self._running: dict[str, _Running] = {}
         self._outcomes: dict[str, Outcome] = {}
         self._heartbeat = Heartbeat(self.claims)
+        self._zygote: Zygote | None = None  # forks the CPU workers of a grid; other workers are new processes
 
     def run(self, tasks: Sequence[Task], progress: Any = None) -> list[Outcome]:
         """Run every task that has no result yet (longest first); `progress` is told of each change.
@@ -134,6 +146,8 @@ class LocalPool:
             todo.append(_Todo(task, []))
         todo.sort(key=lambda item: -item.task.estimate_seconds)
         self.requests_dir.mkdir(parents=True, exist_ok=True)
+        if not self.stream_output and not self.settings.gpus and sys.platform.startswith("linux"):
+            self._zygote = Zygote(os.environ)  # CPU workers only: see concur.runner.zygote
         try:
             with Heartbeat(self.claims) as self._heartbeat, _terminate_as_interrupt():
                 while todo or self._running:
@@ -149,6 +163,8 @@ class LocalPool:
             for item in todo:
                 if item.claim is not None:
                     self.claims.release(item.claim)
+            if self._zygote is not None:
+                self._zygote.close()
         return [self._outcomes[key] for key in order]
 
     def _start(self, todo: list[_Todo], progress: Any) -> None:
@@ -209,20 +225,26 @@ class LocalPool:
         request = replace(JobRequest.make(task.job, self.registry_dirs, self.workspace, options, claim), previous_attempts=item.history)
         request_path = self.requests_dir / f"{task.job.key}.json"
         request.write(request_path)
-        output = None if self.stream_output else open(self.requests_dir / f"{task.job.key}.out", "ab")  # noqa: SIM115
+        output_path = self.requests_dir / f"{task.job.key}.out"
         environment = {
             **os.environ,
             "CUDA_VISIBLE_DEVICES": gpu.visible_id if gpu else "",
             "CONCUR_PROGRESS": "0",
             DRIVER_PID_ENV: str(os.getpid()),
         }
-        process = subprocess.Popen(
-            [sys.executable, "-m", "concur.runner.worker", str(request_path)],
-            stdout=output if output else _stderr_descriptor(),
-            stderr=subprocess.STDOUT,
-            env=environment,
-            start_new_session=True,  # its own process group, so a time limit stops everything it started
-        )
+        output = None
+        process: WorkerProcess
+        if self._zygote is not None:
+            process = self._zygote.fork(request_path, output_path, environment)
+        else:
+            output = None if self.stream_output else open(output_path, "ab")  # noqa: SIM115
+            process = subprocess.Popen(
+                [sys.executable, "-m", "concur.runner.worker", str(request_path)],
+                stdout=output if output else _stderr_descriptor(),
+                stderr=subprocess.STDOUT,
+                env=environment,
+                start_new_session=True,  # its own process group, so a time limit stops everything it started
+            )
         limit = settings.time_limit_seconds or task.spec.resources.time_limit_hours * 3600
         now = time.monotonic()
         self._running[task.job.key] = _Running(task, claim, request, process, gpu, now, now + limit, output)
@@ -328,8 +350,11 @@ def _terminate_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _kill(process: subprocess.Popen) -> None:
-    """Stop a worker and everything it started (it leads its own session)."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
+def _kill(process: WorkerProcess) -> None:
+    """Stop a worker and everything it started (it leads its own session, or is about to: a just-forked one is killed by pid)."""
+    if process.poll() is None:  # an exited worker's pid may be another process's already
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(process.pid, signal.SIGKILL)
     process.wait()

@@ -29,7 +29,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m concur.runner.worker", description="Run the job of one request file.")
     parser.add_argument("request", type=Path, metavar="REQUEST.json")
     request_path = parser.parse_args(argv).request
-    _die_with_driver()
+    die_with_parent()
     log_lines_to_stdout()
     from concur.runner.request import JobRequest, run_request  # after the death signal is armed: imports take seconds
 
@@ -50,8 +50,9 @@ def log_lines_to_stdout() -> None:
     package.setLevel(logging.INFO)
 
 
-def _die_with_driver() -> None:
-    """Be killed when the local driver dies (Linux), so no orphan writes a result nobody indexes."""
+def die_with_parent() -> None:
+    """Be killed when the process named by DRIVER_PID_ENV, our parent (the local driver, or the zygote that forked us),
+    dies (Linux), so no orphan writes a result nobody indexes."""
     driver = os.environ.get(DRIVER_PID_ENV)
     if not driver or not sys.platform.startswith("linux"):
         return

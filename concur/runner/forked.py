@@ -1,0 +1,112 @@
+"""The driver's side of the zygote (concur.runner.zygote): workers forked from one warm process.
+
+`Zygote.fork` asks for a worker and returns a `ForkedWorker`, which the pool watches and
+stops as it would a subprocess: `pid` (the leader of the worker's own session), `poll()` and
+`wait()`. A thread reads the zygote's reports. If the zygote dies, its workers die with it
+(their parent-death signal); they are reported killed, and the next `fork` starts a new zygote.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from concur.runner.worker import DRIVER_PID_ENV
+
+ANSWER_SECONDS = 120.0  # a zygote still importing torch answers its first request late; one that never does is broken
+
+
+class ForkedWorker:
+    """A worker the zygote forked, watched like a `subprocess.Popen`."""
+
+    def __init__(self, zygote: Zygote, pid: int) -> None:
+        self.zygote, self.pid = zygote, pid
+
+    def poll(self) -> int | None:
+        """Its exit status (minus the signal that killed it), or None while it runs."""
+        return self.zygote.exit_code(self.pid)
+
+    def wait(self) -> int:
+        return self.zygote.wait(self.pid)
+
+
+class Zygote:
+    """One warm parent process with `environment`, started on the first `fork` and again whenever it has died."""
+
+    def __init__(self, environment: Mapping[str, str]) -> None:
+        self.environment = {**environment, DRIVER_PID_ENV: str(os.getpid())}
+        self.process: subprocess.Popen[bytes] | None = None
+        self.changed = threading.Condition()
+        self.codes: dict[int, int] = {}  # exited workers
+        self.forked: list[int] = []  # pids the zygote answered with, in order, not yet taken by `fork`
+        self.alive: set[int] = set()  # workers of the zygote process now running
+
+    def fork(self, request: Path, output: Path, environment: Mapping[str, str]) -> ForkedWorker:
+        """Start the worker of the job `request`, writing to `output`, with `environment` (as a new process would get it)."""
+        if self.process is None or self.process.poll() is not None:
+            self._start()
+        assert self.process is not None and self.process.stdin is not None
+        order = {"request": str(request), "output": str(output), "env": dict(environment)}
+        self.process.stdin.write((json.dumps(order) + "\n").encode())
+        self.process.stdin.flush()
+        with self.changed:
+            if not self.changed.wait_for(lambda: self.forked or self.process is None, ANSWER_SECONDS):
+                raise RuntimeError(f"the worker zygote did not fork within {ANSWER_SECONDS:.0f} s")
+            if not self.forked:
+                raise RuntimeError("the worker zygote died before it forked the worker")
+            return ForkedWorker(self, self.forked.pop(0))
+
+    def exit_code(self, pid: int) -> int | None:
+        with self.changed:
+            return self.codes.get(pid)
+
+    def wait(self, pid: int) -> int:
+        with self.changed:
+            self.changed.wait_for(lambda: pid in self.codes)
+            return self.codes[pid]
+
+    def close(self) -> None:
+        """Let the zygote go (it leaves when its stdin closes); workers still running are the pool's to stop."""
+        if self.process is None:
+            return
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait()
+
+    def _start(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "concur.runner.zygote"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=self.environment,
+            start_new_session=True,
+        )
+        threading.Thread(target=self._read_reports, args=(self.process,), daemon=True).start()
+
+    def _read_reports(self, process: subprocess.Popen[bytes]) -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            report: dict[str, Any] = json.loads(line)
+            with self.changed:
+                if "pid" in report:
+                    self.forked.append(report["pid"])
+                    self.alive.add(report["pid"])
+                else:
+                    self.alive.discard(report["exited"])
+                    self.codes[report["exited"]] = report["code"]
+                self.changed.notify_all()
+        process.wait()
+        with self.changed:  # the zygote is gone, and its workers with it
+            for pid in self.alive:
+                self.codes[pid] = -signal.SIGKILL
+            self.alive.clear()
+            if self.process is process:
+                self.process = None
+            self.changed.notify_all()

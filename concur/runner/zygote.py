@@ -1,0 +1,109 @@
+"""`python -m concur.runner.zygote`: a warm parent that forks the local workers of a grid.
+
+A worker started as a new Python process spends seconds before its job begins, importing
+torch and transformers' model code (4.7 s for an hf-span job, 1.5 s for a reader, on the
+2-core development machine: docs/performance.md), and every job of a grid pays it again. The
+local pool starts one zygote per grid run on CPUs, with the driver's environment; the zygote imports
+those modules once, then forks a worker per job. Each child leads its own session (so a time
+limit kills everything it started), takes the job's environment and output file, and runs
+`concur.runner.worker` exactly as a new process would. Workers on GPUs are still started as new
+processes: CUDA cannot be used in a child forked after CUDA was initialised, and torch caches
+what it learnt of the devices (their count under the parent's CUDA_VISIBLE_DEVICES), so a
+zygote for GPU workers would need checking on GPU machines first.
+
+Protocol, one JSON object per line. The driver writes `{"request": PATH, "output": PATH, "env":
+{...}}` to the zygote's stdin; the zygote answers `{"pid": PID}` once the child is forked, and
+`{"exited": PID, "code": CODE}` when a child ends (CODE as subprocess reports it: the exit
+status, or minus the signal that killed it). The zygote dies with the driver (Linux's parent-death
+signal) and leaves when its stdin closes; its children die with it the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import os
+import select
+import sys
+import traceback
+from typing import Any
+
+from concur.runner.worker import DRIVER_PID_ENV, die_with_parent
+
+# What every job imports before it starts, heaviest first: imported here once, shared by every fork.
+PRELOAD = ("torch", "transformers", "transformers.modeling_utils", "concur.runner.request")
+REAP_SECONDS = 0.1  # how often exited children are looked for between requests
+
+
+def main() -> int:
+    die_with_parent()
+    for module in PRELOAD:
+        with contextlib.suppress(ImportError):  # a job that needs a missing module reports it itself
+            importlib.import_module(module)
+    protocol = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints must not corrupt the protocol
+    running: set[int] = set()
+    pending = b""
+    while True:
+        readable, _, _ = select.select([0], [], [], REAP_SECONDS)
+        _reap(running, protocol)
+        if not readable:
+            continue
+        chunk = os.read(0, 1 << 16)
+        if not chunk:  # the driver closed the pipe: its grid is over
+            return 0
+        *lines, pending = (pending + chunk).split(b"\n")
+        for line in lines:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:
+                protocol.close()
+                os._exit(_run_child(json.loads(line)))
+            running.add(pid)
+            _send(protocol, {"pid": pid})
+
+
+def _reap(running: set[int], protocol: Any) -> None:
+    """Report every child that has exited since the last look."""
+    for pid in list(running):
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            running.discard(pid)
+            _send(protocol, {"exited": pid, "code": os.waitstatus_to_exitcode(status)})
+
+
+def _send(protocol: Any, message: dict[str, Any]) -> None:
+    protocol.write(json.dumps(message) + "\n")
+
+
+def _run_child(order: dict[str, Any]) -> int:
+    """In the forked child: become the job's own process, then run the worker; returns its exit status."""
+    os.setsid()
+    environment = {**order["env"], DRIVER_PID_ENV: str(os.getppid())}  # the worker dies with this zygote
+    os.environ.clear()
+    os.environ.update(environment)
+    output = os.open(order["output"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    nothing = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(nothing, 0)
+    os.dup2(output, 1)
+    os.dup2(output, 2)
+    os.close(output)
+    os.close(nothing)
+    from concur.runner import worker
+
+    try:
+        code = worker.main([order["request"]])
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else 1
+    except BaseException:  # as Python would on an uncaught exception: its traceback in the log, status 1
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

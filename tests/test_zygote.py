@@ -1,0 +1,109 @@
+"""Workers forked from a warm zygote (concur.runner.zygote, .forked) behave as new processes would."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from concur.runner.forked import Zygote
+from concur.runner.store import Store
+from concur.runner.worker import DRIVER_PID_ENV
+from tests.conftest import write_tiny_reader
+
+
+def _fork(zygote: Zygote, tmp_path, name: str, **environment: str):
+    output = tmp_path / f"{name}.out"
+    return zygote.fork(tmp_path / f"{name}.json", output, {**os.environ, **environment}), output
+
+
+def test_a_forked_worker_reports_its_exit_status_and_writes_only_its_own_output(tmp_path):
+    zygote = Zygote(os.environ)
+    try:
+        worker, output = _fork(zygote, tmp_path, "missing")  # no such request file: the worker fails as a new process would
+        assert worker.wait() == 1 and worker.poll() == 1
+        text = output.read_text()
+        assert "Traceback" in text and "missing.json" in text
+        second, _ = _fork(zygote, tmp_path, "other")
+        assert second.wait() == 1 and second.pid != worker.pid
+        assert zygote.environment[DRIVER_PID_ENV] == str(os.getpid())  # it dies with this process
+    finally:
+        zygote.close()
+    assert zygote.process is not None and zygote.process.returncode == 0  # it left when its stdin closed
+
+
+def _blocked(zygote: Zygote, tmp_path, name: str):
+    """A worker that waits until killed: its request is a FIFO nobody writes."""
+    request = tmp_path / f"{name}.json"
+    os.mkfifo(request)
+    return zygote.fork(request, tmp_path / f"{name}.out", dict(os.environ))
+
+
+def _gone(pid: int) -> bool:
+    """Exited (a zombie counts: nobody may reap an orphan in a container)."""
+    try:
+        status = open(f"/proc/{pid}/status").read()
+    except FileNotFoundError:
+        return True
+    return "State:\tZ" in status
+
+
+def test_a_forked_worker_leads_its_own_session_and_is_killed_with_it(tmp_path):
+    zygote = Zygote(os.environ)
+    try:
+        worker = _blocked(zygote, tmp_path, "waiting")
+        deadline = time.monotonic() + 60
+        while os.getpgid(worker.pid) != worker.pid and time.monotonic() < deadline:  # setsid comes right after the fork
+            time.sleep(0.01)
+        assert os.getpgid(worker.pid) == worker.pid and worker.poll() is None
+        os.killpg(worker.pid, signal.SIGKILL)
+        assert worker.wait() == -signal.SIGKILL
+    finally:
+        zygote.close()
+
+
+def test_workers_die_with_their_zygote_and_are_reported_killed(tmp_path):
+    """The zygote dies with the driver (parent-death signal); its workers die with it."""
+    zygote = Zygote(os.environ)
+    try:
+        worker = _blocked(zygote, tmp_path, "orphan")
+        assert zygote.process is not None
+        os.kill(zygote.process.pid, signal.SIGKILL)
+        assert worker.wait() == -signal.SIGKILL
+        deadline = time.monotonic() + 30
+        while not _gone(worker.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _gone(worker.pid)
+        replacement, _ = _fork(zygote, tmp_path, "after")  # the next fork starts a new zygote
+        assert replacement.wait() == 1
+    finally:
+        zygote.close()
+
+
+@pytest.mark.slow
+def test_a_cpu_grid_forks_its_workers_from_one_zygote(concur, tmp_path, tiny_registry, monkeypatch):
+    forks: list[int] = []
+    starts: list[int] = []
+    original_fork, original_start = Zygote.fork, Zygote._start
+
+    def counted_fork(self, *args):
+        worker = original_fork(self, *args)
+        forks.append(worker.pid)
+        return worker
+
+    def counted_start(self):
+        starts.append(1)
+        original_start(self)
+
+    monkeypatch.setattr(Zygote, "fork", counted_fork)
+    monkeypatch.setattr(Zygote, "_start", counted_start)
+    write_tiny_reader(tiny_registry, "tiny-reader", {"epochs": 1.0})
+    common = ["--registry", str(tiny_registry), "--runs-dir", str(tmp_path / "runs")]
+    result = concur(*common, "run", "-a", "tiny-reader", "-b", "tiny-babi", "--seeds", "0,1,2", "--device", "cpu",
+                    "--source-dir", str(tmp_path / "data-root"))  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "3 run now: 3 done" in result.stdout
+    assert len(forks) == 3 and len(set(forks)) == 3 and starts == [1]
+    assert len(Store(tmp_path / "runs" / "concur.sqlite").rows()) == 3
