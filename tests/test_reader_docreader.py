@@ -114,7 +114,7 @@ def test_tags_are_read_only_with_linguistic_features():
         torch.manual_seed(0)
         model = DocReader(hparams(), inputs(linguistic)).eval()
         expected = 2 * DIM + n_features(linguistic) + ((N_POS - 2) + (N_NER - 2) if linguistic else 0)
-        assert model.paragraph_rnn.rnns[0].input_size == expected
+        assert model.paragraph_rnn.layers[0][0].input_size == expected
         if not linguistic:  # the -nofeat batch has 3 feature columns
             batch = dataclasses.replace(batch, c_features=batch.c_features[..., :3])
             retagged = dataclasses.replace(retagged, c_features=retagged.c_features[..., :3])
@@ -200,7 +200,7 @@ def test_with_features_trains_through_the_approach_on_a_spacy_pipeline(tmp_path,
     assert report.train_questions == train.n_questions and report.optimizer_steps == 2 * -(-train.n_questions // 8)
     assert all(loss == loss for loss in report.losses)  # no NaN
     model = approach._model
-    assert model.linguistic and model.paragraph_rnn.rnns[0].input_size > 2 * 16 + n_features(True)
+    assert model.linguistic and model.paragraph_rnn.layers[0][0].input_size > 2 * 16 + n_features(True)
     predictions = approach.predict(test, context(tmp_path, lines))
     assert set(predictions) == {question.qid for _, question in test.questions()}
     assert all(isinstance(answer, str) and answer for answer in predictions.values())
@@ -238,6 +238,6 @@ def test_with_features_without_spacy_names_the_extra_and_nofeat_still_trains(tmp
     nofeat = build_approach(small_spec("docreader-nofeat"), small_hparams("docreader-nofeat"))
     report = nofeat.train(train, context(tmp_path, []))
     assert report.details["tagger"] is None and report.train_questions == train.n_questions
-    assert nofeat._model.paragraph_rnn.rnns[0].input_size == 2 * 16 + n_features(False)
+    assert nofeat._model.paragraph_rnn.layers[0][0].input_size == 2 * 16 + n_features(False)
     predictions = nofeat.predict(test, context(tmp_path, []))
     assert len(predictions) == test.n_questions

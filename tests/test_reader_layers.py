@@ -8,6 +8,7 @@ import warnings
 import pytest
 import torch
 import torch.nn.functional as F
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from concur.approaches.reader.layers import (
     MASKED,
@@ -22,6 +23,7 @@ from concur.approaches.reader.layers import (
     WordEmbedding,
     best_spans,
     masked_softmax,
+    reverse_within,
     span_grid,
     span_loss,
 )
@@ -221,6 +223,42 @@ def test_birnn_concat_layers_stacks_each_layers_output():
     top = BiRNN(input_dim=5, hidden=4, layers=3, dropout=0.0)
     top.load_state_dict(rnn.state_dict())
     torch.testing.assert_close(out[..., 16:], top.eval()(x, mask))  # the last block is the top layer's output
+
+
+def packed_birnn(rnns: list[torch.nn.Module], x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The reference: PyTorch's bidirectional RNNs over packed sequences, layer by layer."""
+    lengths = mask.sum(dim=1).clamp(min=1)
+    for rnn in rnns:
+        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        x, _ = pad_packed_sequence(rnn(packed)[0], batch_first=True, total_length=mask.shape[1])
+    return x
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_birnn_equals_packed_bidirectional_rnns_with_the_same_seed(cell):
+    torch.manual_seed(3)
+    rnn = BiRNN(input_dim=5, hidden=4, layers=2, dropout=0.0, cell=cell)
+    torch.manual_seed(3)  # the same draws: the weights of bidirectional=True
+    module = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU}[cell]
+    reference = [module(5 if i == 0 else 8, 4, batch_first=True, bidirectional=True) for i in range(2)]
+    x, mask = torch.randn(4, 6, 5), lengths_mask([6, 2, 0, 5], 6)  # a row without tokens reads one step
+    x_ref = x.clone().requires_grad_()
+    x.requires_grad_()
+    out, expected = rnn(x, mask), packed_birnn(reference, x_ref, mask)
+    torch.testing.assert_close(out, expected, atol=1e-6, rtol=1e-5)
+    weights = torch.randn_like(out)
+    (out * weights).sum().backward()
+    (expected * weights).sum().backward()
+    torch.testing.assert_close(x.grad, x_ref.grad, atol=1e-6, rtol=1e-5)
+    for ours, theirs in zip(rnn.parameters(), (p for module in reference for p in module.parameters()), strict=True):
+        torch.testing.assert_close(ours.grad, theirs.grad, atol=1e-5, rtol=1e-5)
+
+
+def test_reverse_within_reverses_the_real_steps_only():
+    x = torch.arange(8.0).view(2, 4, 1)
+    reversed_x = reverse_within(x, torch.tensor([3, 4]))
+    assert reversed_x.squeeze(-1).tolist() == [[2.0, 1.0, 0.0, 3.0], [7.0, 6.0, 5.0, 4.0]]
+    torch.testing.assert_close(reverse_within(reversed_x, torch.tensor([3, 4])), x)
 
 
 # --- attention ----------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from concur.approaches.base import RunContext, build_approach  # noqa: E402
 from concur.approaches.reader.batch import collate, n_features  # noqa: E402
 from concur.approaches.reader.encode import EncodedSplit, analyse, build_vocabularies, encode  # noqa: E402
 from concur.approaches.reader.inputs import ReaderInputs  # noqa: E402
-from concur.approaches.reader.models.mnemonic_reader import SFU, MnemonicReader  # noqa: E402
+from concur.approaches.reader.models.mnemonic_reader import SFU, CharBiLSTM, MnemonicReader  # noqa: E402
 from concur.data.babi import read_babi  # noqa: E402
 from concur.data.model import Split  # noqa: E402
 from concur.registry.hparams import build_hparams  # noqa: E402
@@ -134,3 +134,20 @@ def test_with_features_trains_and_answers_every_question_of_real_babi(tmp_path, 
     questions = {question.qid: passage.context for passage, question in test.questions()}
     assert predictions.keys() == questions.keys()
     assert all(answer and answer in questions[qid] for qid, answer in predictions.items())
+
+
+def test_char_bilstm_gives_the_final_states_of_a_packed_bidirectional_lstm():
+    torch.manual_seed(5)
+    encoder = CharBiLSTM(n_chars=9, char_dim=3, hidden=4, dropout=0.0)
+    torch.manual_seed(5)  # the same draws: the embedding, then the weights of bidirectional=True
+    embedding = torch.nn.Embedding(9, 3, padding_idx=0)
+    lstm = torch.nn.LSTM(3, 4, batch_first=True, bidirectional=True)
+    chars = torch.zeros(2, 3, 6, dtype=torch.long)
+    for (row, word), length in zip([(0, 0), (0, 1), (1, 0)], [6, 2, 4]):
+        chars[row, word, :length] = torch.randint(1, 9, (length,))
+    flat = chars.view(6, 6)[[0, 1, 3]]
+    packed = torch.nn.utils.rnn.pack_padded_sequence(embedding(flat), torch.tensor([6, 2, 4]), batch_first=True, enforce_sorted=False)
+    final = lstm(packed)[1][0]
+    expected = torch.zeros(2, 3, 8)
+    expected.view(6, 8)[[0, 1, 3]] = torch.cat([final[0], final[1]], dim=-1)
+    torch.testing.assert_close(encoder(chars), expected, atol=1e-6, rtol=1e-5)

@@ -1,5 +1,5 @@
 """Layers several readers share, written once: embeddings, character CNN, highway, masked softmax,
-packed bidirectional RNNs, attention flow, self-attention, DrQA's attentions, span scoring.
+bidirectional RNNs, attention flow, self-attention, DrQA's attentions, span scoring.
 
 Everything works on padded batches with boolean masks (True on real tokens) and is
 vectorised over tokens and spans; the only Python loops run over layers or span lengths.
@@ -12,7 +12,6 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 # A logit that no real score reaches, but that stays finite in bf16/fp32 (so sums of two stay finite).
 MASKED = -1e30
@@ -124,8 +123,28 @@ class SequenceDropout(nn.Module):
         return x * keep
 
 
+def reverse_within(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """Each row of `x` (B, T, ...) reversed over its first `lengths[b]` steps; the padding after them stays put.
+
+    Its own inverse. A one-way RNN reads a row reversed this way from the row's last real step,
+    as a packed sequence's backward direction does, and never reads the padding before a real step.
+    """
+    steps = torch.arange(x.shape[1], device=x.device)
+    ends = lengths.unsqueeze(1)
+    order = torch.where(steps < ends, ends - 1 - steps, steps)  # (B, T)
+    return x.gather(1, order.view(*order.shape, *(1,) * (x.dim() - 2)).expand_as(x))
+
+
 class BiRNN(nn.Module):
-    """Stacked bidirectional LSTMs or GRUs over packed sequences (cuDNN skips the padding).
+    """Stacked bidirectional LSTMs or GRUs over padded batches, each direction a one-way RNN.
+
+    PyTorch's packed-sequence RNNs take a step-by-step path on the CPU whose backward pass is slow
+    (a training step of a 60 x 150 x 200 BiLSTM: 306 ms packed, 129 ms padded on 2 Zen 4 cores),
+    so the padded batch is read as it is: padding follows the real steps, so the forward direction's
+    outputs at real steps never depend on it, and the backward direction reads each row reversed
+    within its length (`reverse_within`). Outputs at padding are zero, as `pad_packed_sequence`
+    leaves them; a row without tokens is read as one step long, as its packed form was.
+    The directions are created forward first, so a seed gives the weights of `bidirectional=True`.
 
     Dropout is applied to each layer's input; `concat_layers` returns every layer's output
     side by side (DrQA), otherwise the top layer's.
@@ -143,20 +162,23 @@ class BiRNN(nn.Module):
     ) -> None:
         super().__init__()
         rnn = {"lstm": nn.LSTM, "gru": nn.GRU}[cell]
-        self.rnns = nn.ModuleList(
-            rnn(input_dim if i == 0 else 2 * hidden, hidden, batch_first=True, bidirectional=True) for i in range(layers)
+        # layers[i] = (forward, backward): the parameter order of `bidirectional=True`
+        self.layers = nn.ModuleList(
+            nn.ModuleList(rnn(input_dim if i == 0 else 2 * hidden, hidden, batch_first=True) for _ in range(2)) for i in range(layers)
         )
         self.dropout = SequenceDropout(dropout, variational)
         self.concat_layers = concat_layers
         self.out_dim = 2 * hidden * (layers if concat_layers else 1)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        lengths = mask.sum(dim=1).clamp(min=1).cpu()
+        lengths = mask.sum(dim=1).clamp(min=1)
+        real = (torch.arange(mask.shape[1], device=mask.device) < lengths.unsqueeze(1)).unsqueeze(-1)
         outputs = []
-        for rnn in self.rnns:
-            packed = pack_padded_sequence(self.dropout(x), lengths, batch_first=True, enforce_sorted=False)
-            result, _ = rnn(packed)
-            x, _ = pad_packed_sequence(result, batch_first=True, total_length=mask.shape[1])
+        for forward_rnn, backward_rnn in self.layers:
+            x = self.dropout(x)
+            ahead, _ = forward_rnn(x)
+            behind, _ = backward_rnn(reverse_within(x, lengths))
+            x = torch.cat([ahead, reverse_within(behind, lengths)], dim=-1).masked_fill(~real, 0)
             outputs.append(x)
         return torch.cat(outputs, dim=-1) if self.concat_layers else x
 

@@ -19,8 +19,8 @@ Deviations from the paper and why:
   seen at test time gets no bit (as DrQA's feature dictionary).
 - Dropout follows the official code's placement (applied to word embeddings, to the input of every
   LSTM layer and to the concatenated LSTM outputs) with the paper's rate (one `dropout`, 0.3).
-- The LSTMs run over packed sequences (the official code does so only at prediction time by default:
-  rnn_padding = False while training), so padding never reaches them.
+- Padding never reaches the LSTMs' outputs at real tokens (`BiRNN`), in training too (the official code
+  packs sequences only at prediction time by default: rnn_padding = False while training).
 """
 
 from __future__ import annotations

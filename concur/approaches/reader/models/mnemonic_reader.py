@@ -37,7 +37,6 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence
 
 from concur.approaches.reader.approach import ReaderApproach
 from concur.approaches.reader.batch import Batch
@@ -52,8 +51,8 @@ class CharBiLSTM(nn.Module):
     def __init__(self, n_chars: int, char_dim: int, hidden: int, dropout: float) -> None:
         super().__init__()
         self.embedding = nn.Embedding(n_chars, char_dim, padding_idx=0)
-        self.dropout = nn.Dropout(dropout)
-        self.rnn = nn.LSTM(char_dim, hidden, batch_first=True, bidirectional=True)
+        self.rnn = BiRNN(char_dim, hidden, 1, dropout)  # dropout on the character embeddings
+        self.hidden = hidden
         self.out_dim = 2 * hidden
 
     def forward(self, chars: torch.Tensor) -> torch.Tensor:
@@ -61,12 +60,14 @@ class CharBiLSTM(nn.Module):
         flat = chars.reshape(batch * length, width)
         lengths = (flat > 0).sum(dim=1)
         real = lengths > 0  # padding words are skipped and get zeros
-        embedded = self.dropout(self.embedding(flat[real]))
-        out = embedded.new_zeros(batch * length, self.out_dim)
-        if embedded.shape[0]:
-            packed = pack_padded_sequence(embedded, lengths[real].cpu(), batch_first=True, enforce_sorted=False)
-            _, (final, _) = self.rnn(packed)
-            out[real] = torch.cat([final[0], final[1]], dim=-1).to(out.dtype)
+        words, lengths = flat[real], lengths[real]
+        out = self.embedding.weight.new_zeros(batch * length, self.out_dim)
+        if words.shape[0]:
+            words = words[:, : int(lengths.max())]  # no step past the longest word
+            states = self.rnn(self.embedding(words), words > 0)
+            # forward direction: its state after the last character; backward: after the first
+            ahead = states[torch.arange(words.shape[0], device=words.device), lengths - 1, : self.hidden]
+            out[real] = torch.cat([ahead, states[:, 0, self.hidden :]], dim=-1).to(out.dtype)
         return out.reshape(batch, length, self.out_dim)
 
 
