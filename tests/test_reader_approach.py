@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from concur.approaches.base import RunContext, build_approach
+from concur.approaches.dropout import FastDropout
 from concur.data.babi import read_babi
 from concur.data.vectors import MINILM_PACKAGE, offline_vectors
 from concur.errors import ConcurError, ModelUnavailableError
@@ -69,6 +70,8 @@ def test_bidaf_learns_babi_like_stories_and_records_its_inputs(tmp_path):
     assert details["word_vector_dim"] == 16
     assert details["tagger"] is None
     assert any("not found" in line and "offline:random" in line for line in lines)
+    dropouts = [module for module in approach._model.modules() if isinstance(module, torch.nn.Dropout)]
+    assert dropouts and all(isinstance(module, FastDropout) for module in dropouts)  # bulk CPU masks
     predictions = approach.predict(test, _context(tmp_path, lines))
     contexts = {question.qid: passage.context for passage, question in test.questions()}
     assert set(predictions) == set(contexts)

@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from concur.approaches.dropout import dropout as bulk_dropout
 from concur.approaches.reader.layers import (
     MASKED,
     AttentionFlow,
@@ -162,6 +163,25 @@ def test_char_cnn_keeps_the_word_width_as_same_padding_does_without_a_warning(ke
     torch.testing.assert_close(pooled, F.relu(same).amax(dim=-1).reshape(2, 3, 6))
 
 
+def test_char_cnn_convolves_each_distinct_word_once_with_the_same_values_and_gradients():
+    torch.manual_seed(0)
+    cnn = CharCNN(n_chars=12, char_dim=4, filters=6, kernel=5)
+    chars = torch.randint(1, 12, (2, 5, 7)) * (torch.arange(7) < 4)  # words of four characters
+    chars[1, 3] = chars[0, 1]  # a repeated word
+    chars[1, 4] = 0  # padding
+    out = cnn(chars)
+    expected = cnn.encode(chars.view(10, 7)).view(2, 5, 6)  # every token convolved on its own
+    torch.testing.assert_close(out, expected)
+    torch.testing.assert_close(out[1, 3], out[0, 1])
+    weights = torch.randn_like(out)
+    (out * weights).sum().backward()
+    fused = [p.grad.clone() for p in cnn.parameters()]
+    cnn.zero_grad()
+    (expected * weights).sum().backward()
+    for ours, theirs in zip(fused, (p.grad for p in cnn.parameters()), strict=True):
+        torch.testing.assert_close(ours, theirs)
+
+
 def test_highway_carries_or_transforms_by_its_gate():
     x = torch.tensor([[[1.0, -2.0, 3.0]]])
     highway = Highway(3, layers=2)
@@ -193,6 +213,14 @@ def test_variational_dropout_shares_its_mask_over_time():
     assert 0 < int((out == 0).sum()) < out.numel()
     dropout.eval()
     assert dropout(x) is x
+
+
+def test_sequence_dropout_draws_the_bulk_mask_of_concur_dropout():
+    x = torch.randn(3, 7, 16)
+    torch.manual_seed(0)
+    out = SequenceDropout(0.3)(x)
+    torch.manual_seed(0)
+    torch.testing.assert_close(out, bulk_dropout(x, 0.3, training=True))
 
 
 # --- BiRNN --------------------------------------------------------------------------------------
