@@ -116,7 +116,8 @@ def main() -> None:
     parser.add_argument("--source-dir", type=Path, action="append", default=[])
     parser.add_argument(
         "--sharing",
-        default="",
+        type=_job_counts,
+        default=[],
         help="comma-separated job counts, e.g. 2,4: afterwards, that many concur runs at once on the device (seeds from --seed, "
         "--threads split between them), as a grid packs small jobs onto one GPU; reports jobs/hour against one at a time",
     )
@@ -153,12 +154,20 @@ def _benchmark(args: argparse.Namespace, systems: list[str], config: Config) -> 
                 flush=True,
             )
     summary = _summary(runs, systems)
-    sharing = [_shared(config, int(jobs)) for jobs in args.sharing.split(",") if jobs]
+    sharing = [_shared(config, jobs) for jobs in args.sharing]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     report = {"machine": machine, "config": asdict(config), "runs": [asdict(r) for r in runs], "summary": summary, "sharing": sharing}
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(_table(summary, systems))
     print(f"written: {args.out}")
+
+
+def _job_counts(text: str) -> list[int]:
+    """`--sharing`'s comma-separated job counts, each at least 2."""
+    counts = [part.strip() for part in text.split(",") if part.strip()]
+    if not all(part.isdigit() and int(part) >= 2 for part in counts):
+        raise argparse.ArgumentTypeError(f"expected comma-separated job counts of at least 2, e.g. 2,4; got {text!r}")
+    return [int(part) for part in counts]
 
 
 def _config(args: argparse.Namespace, scratch: Path) -> Config:

@@ -121,3 +121,13 @@ def test_random_bert_base_has_bert_base_sizes_and_the_given_tokenizer(tmp_path, 
     assert (config.num_hidden_layers, config.hidden_size, config.num_attention_heads, config.intermediate_size) == (12, 768, 12, 3072)
     assert config.architectures == ["BertForQuestionAnswering"]
     assert AutoTokenizer.from_pretrained(directory).get_vocab() == AutoTokenizer.from_pretrained(weights).get_vocab()
+
+
+def test_speed_training_names_a_bad_sharing_list_before_any_work(tmp_path):
+    ran = subprocess.run(
+        [sys.executable, str(REPO / "analysis" / "speed_training.py"), "--sharing", "2,x", "--out", str(tmp_path / "out.json")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert ran.returncode == 2 and "Traceback" not in ran.stderr
+    assert "argument --sharing: expected comma-separated job counts of at least 2, e.g. 2,4; got '2,x'" in ran.stderr
+    assert not (tmp_path / "out.json").exists()

@@ -69,15 +69,16 @@ def test_workers_die_with_their_zygote_and_are_reported_killed(tmp_path):
     zygote = Zygote(os.environ)
     try:
         worker = _blocked(zygote, tmp_path, "orphan")
-        assert zygote.process is not None
-        os.kill(zygote.process.pid, signal.SIGKILL)
+        first = zygote.process.pid
+        assert not _gone(first) and worker.poll() is None  # both alive until the zygote is killed
+        os.kill(first, signal.SIGKILL)
         assert worker.wait() == -signal.SIGKILL
         deadline = time.monotonic() + 30
         while not _gone(worker.pid) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert _gone(worker.pid)
         replacement, _ = _fork(zygote, tmp_path, "after")  # the next fork starts a new zygote
-        assert replacement.wait() == 1
+        assert replacement.wait() == 1 and zygote.process.pid != first
     finally:
         zygote.close()
 
