@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 
 import pytest
 
-from concur.runner.forked import Zygote
+from concur.runner import forked
+from concur.runner.forked import Zygote, ZygoteError
 from concur.runner.store import Store
 from concur.runner.worker import DRIVER_PID_ENV
 from tests.conftest import write_tiny_reader
@@ -81,6 +83,39 @@ def test_workers_die_with_their_zygote_and_are_reported_killed(tmp_path):
         assert replacement.wait() == 1 and zygote.process.pid != first
     finally:
         zygote.close()
+
+
+class _LateZygote(Zygote):
+    """A zygote that answers its first request after 2 s, with a made-up pid, then waits for its stdin to close."""
+
+    command = (sys.executable, "-c", "import sys, time; sys.stdin.readline(); time.sleep(2); print('{\"pid\": 4242}', flush=True); sys.stdin.read()")
+
+
+def test_a_zygote_that_does_not_answer_in_time_is_killed_and_its_late_answer_is_never_taken(tmp_path, monkeypatch):
+    monkeypatch.setattr(forked, "ANSWER_SECONDS", 0.5)
+    zygote = _LateZygote(os.environ)
+    with pytest.raises(ZygoteError, match="did not fork within"):
+        _fork(zygote, tmp_path, "late")
+    first = zygote.process
+    assert first.wait(timeout=30) == -signal.SIGKILL  # killed before its answer came
+    deadline = time.monotonic() + 30
+    while zygote.process is first and time.monotonic() < deadline:  # the reader sees it gone
+        time.sleep(0.01)
+    assert zygote.process is None and zygote.forked == []
+
+
+@pytest.mark.slow
+def test_a_grid_starts_new_processes_when_its_zygote_cannot_fork(concur, tmp_path, tiny_registry, monkeypatch):
+    monkeypatch.setattr(forked, "ANSWER_SECONDS", 0.5)
+    monkeypatch.setattr(Zygote, "command", _LateZygote.command)
+    write_tiny_reader(tiny_registry, "tiny-reader", {"epochs": 1.0})
+    common = ["--registry", str(tiny_registry), "--runs-dir", str(tmp_path / "runs")]
+    result = concur(*common, "run", "-a", "tiny-reader", "-b", "tiny-babi", "--seeds", "0,1", "--device", "cpu",
+                    "--source-dir", str(tmp_path / "data-root"))  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "2 run now: 2 done" in result.stdout
+    assert (result.stdout + result.stderr).count("warm workers stopped (the worker zygote did not fork within 0 s)") == 1
+    assert len(Store(tmp_path / "runs" / "concur.sqlite").rows()) == 2
 
 
 @pytest.mark.slow

@@ -4,6 +4,8 @@
 stops as it would a subprocess: `pid` (the leader of the worker's own session), `poll()` and
 `wait()`. A thread reads the zygote's reports. If the zygote dies, its workers die with it
 (their parent-death signal); they are reported killed, and the next `fork` starts a new zygote.
+A zygote that does not answer a fork in time is killed, so that a late answer is never taken
+for a later request's worker; the pool then starts new processes instead (`ZygoteError`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ from concur.runner.worker import DRIVER_PID_ENV
 ANSWER_SECONDS = 120.0  # a zygote still importing torch answers its first request late; one that never does is broken
 
 
+class ZygoteError(RuntimeError):
+    """The zygote could not fork a worker; a new process can still run the job."""
+
+
 class ForkedWorker:
     """A worker the zygote forked, watched like a `subprocess.Popen`."""
 
@@ -40,6 +46,8 @@ class ForkedWorker:
 class Zygote:
     """One warm parent process with `environment`, started on the first `fork` and again whenever it has died."""
 
+    command: tuple[str, ...] = (sys.executable, "-m", "concur.runner.zygote")
+
     def __init__(self, environment: Mapping[str, str]) -> None:
         self.environment = {**environment, DRIVER_PID_ENV: str(os.getpid())}
         self.process: subprocess.Popen[bytes] | None = None
@@ -47,21 +55,28 @@ class Zygote:
         self.codes: dict[int, int] = {}  # exited workers
         self.forked: list[int] = []  # pids the zygote answered with, in order, not yet taken by `fork`
         self.alive: set[int] = set()  # workers of the zygote process now running
+        self.forking = threading.Lock()  # one request at a time: answers come in the order of requests
 
     def fork(self, request: Path, output: Path, environment: Mapping[str, str]) -> ForkedWorker:
         """Start the worker of the job `request`, writing to `output`, with `environment` (as a new process would get it)."""
-        if self.process is None or self.process.poll() is not None:
-            self._start()
-        assert self.process is not None and self.process.stdin is not None
-        order = {"request": str(request), "output": str(output), "env": dict(environment)}
-        self.process.stdin.write((json.dumps(order) + "\n").encode())
-        self.process.stdin.flush()
-        with self.changed:
-            if not self.changed.wait_for(lambda: self.forked or self.process is None, ANSWER_SECONDS):
-                raise RuntimeError(f"the worker zygote did not fork within {ANSWER_SECONDS:.0f} s")
-            if not self.forked:
-                raise RuntimeError("the worker zygote died before it forked the worker")
-            return ForkedWorker(self, self.forked.pop(0))
+        with self.forking:
+            if self.process is None or self.process.poll() is not None:
+                self._start()
+            process = self.process
+            assert process is not None and process.stdin is not None
+            order = {"request": str(request), "output": str(output), "env": dict(environment)}
+            try:
+                process.stdin.write((json.dumps(order) + "\n").encode())
+                process.stdin.flush()
+            except OSError as error:  # it died since the check above
+                raise ZygoteError(f"the worker zygote died before it forked the worker ({error})") from error
+            with self.changed:
+                if not self.changed.wait_for(lambda: self.forked or self.process is not process, ANSWER_SECONDS):
+                    process.kill()  # broken; its workers die with it, and its late answer is not taken
+                    raise ZygoteError(f"the worker zygote did not fork within {ANSWER_SECONDS:.0f} s")
+                if not self.forked:
+                    raise ZygoteError("the worker zygote died before it forked the worker")
+                return ForkedWorker(self, self.forked.pop(0))
 
     def exit_code(self, pid: int) -> int | None:
         with self.changed:
@@ -82,7 +97,7 @@ class Zygote:
 
     def _start(self) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "concur.runner.zygote"],
+            list(self.command),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=self.environment,
@@ -107,6 +122,7 @@ class Zygote:
             for pid in self.alive:
                 self.codes[pid] = -signal.SIGKILL
             self.alive.clear()
+            self.forked.clear()  # answers no fork took: those workers died too
             if self.process is process:
                 self.process = None
             self.changed.notify_all()

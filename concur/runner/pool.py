@@ -38,7 +38,7 @@ from concur.registry.specs import ApproachSpec
 from concur.runner.claims import Claim, ClaimBook, Heartbeat
 from concur.runner.execute import RunOptions
 from concur.runner.faults import FaultPoint, fault_point
-from concur.runner.forked import Zygote
+from concur.runner.forked import ForkedWorker, Zygote, ZygoteError
 from concur.runner.jobdir import JobDir, JobState
 from concur.runner.jobs import Job
 from concur.runner.local import Outcome, claim_job, finished_outcome
@@ -233,10 +233,8 @@ class LocalPool:
             DRIVER_PID_ENV: str(os.getpid()),
         }
         output = None
-        process: WorkerProcess
-        if self._zygote is not None:
-            process = self._zygote.fork(request_path, output_path, environment)
-        else:
+        process: WorkerProcess | None = self._forked(request_path, output_path, environment)
+        if process is None:
             output = None if self.stream_output else open(output_path, "ab")  # noqa: SIM115
             process = subprocess.Popen(
                 [sys.executable, "-m", "concur.runner.worker", str(request_path)],
@@ -249,6 +247,17 @@ class LocalPool:
         now = time.monotonic()
         self._running[task.job.key] = _Running(task, claim, request, process, gpu, now, now + limit, output)
         self._heartbeat.add(claim)
+
+    def _forked(self, request: Path, output: Path, environment: dict[str, str]) -> ForkedWorker | None:
+        """The job's worker forked warm, or None when this pool starts new processes (or its zygote failed)."""
+        if self._zygote is None:
+            return None
+        try:
+            return self._zygote.fork(request, output, environment)
+        except ZygoteError as error:
+            self.echo(f"warm workers stopped ({error}); starting a new process for each job")
+            self._zygote = None
+            return None
 
     def _threads(self, task: Task, gpu: Gpu | None) -> int:
         """CPU threads of a worker: as given, else the spec's cores on a GPU, else an equal share of the cores."""
