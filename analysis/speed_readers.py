@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 
 from concur.approaches.base import RunContext, build_approach
+from concur.approaches.precision import PRECISIONS
 from concur.approaches.reader.settings import with_spacy_pipeline
 from concur.data.mrqa import read_mrqa
 from concur.data.transforms import downsample
@@ -39,6 +40,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30, help="optimiser steps timed per approach")
     parser.add_argument("--warmup-steps", type=int, default=10, help="untimed optimiser steps before each approach's timed run")
     parser.add_argument("--questions", type=int, default=2000)
+    parser.add_argument("--precision", default="auto", choices=PRECISIONS, help="as `concur run --precision` (bf16: autocast on the CPU too)")
     parser.add_argument("--spacy-pipeline", default=None, help="spaCy pipeline (package or directory) for the with-features readers")
     parser.add_argument("--source-dir", type=Path, action="append", default=[])
     args = parser.parse_args()
@@ -48,7 +50,7 @@ def main() -> None:
         raise SystemExit(f"{SQUAD_DEV} not found under {', '.join(map(str, data_roots(tuple(args.source_dir))))}; pass --source-dir")
     data = downsample(read_mrqa(path), questions=args.questions, seed=0)
     device = torch.cuda.get_device_name() if args.device.startswith("cuda") else f"{platform.processor() or platform.machine()}"
-    print(f"machine: {device}, {args.threads} CPU threads, torch {torch.__version__}; data: {data.n_questions} SQuAD dev questions")
+    print(f"machine: {device}, {args.threads} CPU threads, torch {torch.__version__}, precision {args.precision}; data: {data.n_questions} SQuAD dev questions")
     print(f"{'approach':24s} {'batch':>5s} {'train q/s':>10s} {'predict q/s':>12s} {'params':>11s}")
     registry = default_registry()
     if args.approaches:
@@ -59,7 +61,7 @@ def main() -> None:
     for spec in specs:
         spec = with_spacy_pipeline(spec, args.spacy_pipeline)
         batch = spec.hparams["batch_size"]
-        context = RunContext(device=args.device, seed=0, log=lambda line: None, cache_dir=cache_dir)
+        context = RunContext(device=args.device, seed=0, log=lambda line: None, cache_dir=cache_dir, precision=args.precision)
         if args.warmup_steps:
             warmup = {**spec.hparams, "epochs": args.warmup_steps * batch / data.n_questions, "steps": 0}  # steps 0: epochs rule
             build_approach(spec, warmup).train(data, context)

@@ -28,6 +28,7 @@ from concur.approaches.reader.layers import (
     span_grid,
     span_loss,
 )
+from concur.approaches.reader.models.mnemonic_reader import CharBiLSTM
 
 torch.set_num_threads(1)
 
@@ -163,23 +164,30 @@ def test_char_cnn_keeps_the_word_width_as_same_padding_does_without_a_warning(ke
     torch.testing.assert_close(pooled, F.relu(same).amax(dim=-1).reshape(2, 3, 6))
 
 
-def test_char_cnn_convolves_each_distinct_word_once_with_the_same_values_and_gradients():
+@pytest.mark.parametrize(
+    "make",
+    [lambda: CharCNN(n_chars=12, char_dim=4, filters=6, kernel=5), lambda: CharBiLSTM(n_chars=12, char_dim=4, hidden=3, dropout=0.0)],
+    ids=["cnn", "bilstm"],
+)
+def test_character_encoders_read_each_distinct_word_once_with_the_same_values_and_gradients(make):
     torch.manual_seed(0)
-    cnn = CharCNN(n_chars=12, char_dim=4, filters=6, kernel=5)
+    encoder = make()
     chars = torch.randint(1, 12, (2, 5, 7)) * (torch.arange(7) < 4)  # words of four characters
+    chars[0, 2, 2:] = 0  # a shorter word
     chars[1, 3] = chars[0, 1]  # a repeated word
     chars[1, 4] = 0  # padding
-    out = cnn(chars)
-    expected = cnn.encode(chars.view(10, 7)).view(2, 5, 6)  # every token convolved on its own
-    torch.testing.assert_close(out, expected)
+    out = encoder(chars)
+    expected = torch.stack([encoder.encode(word.view(1, 7))[0] for word in chars.view(10, 7)]).view(2, 5, -1)  # every token on its own
+    torch.testing.assert_close(out, expected, atol=1e-6, rtol=1e-5)
     torch.testing.assert_close(out[1, 3], out[0, 1])
+    assert out[1, 4].abs().sum() == 0
     weights = torch.randn_like(out)
     (out * weights).sum().backward()
-    fused = [p.grad.clone() for p in cnn.parameters()]
-    cnn.zero_grad()
+    once = [p.grad.clone() for p in encoder.parameters()]
+    encoder.zero_grad()
     (expected * weights).sum().backward()
-    for ours, theirs in zip(fused, (p.grad for p in cnn.parameters()), strict=True):
-        torch.testing.assert_close(ours, theirs)
+    for ours, theirs in zip(once, (p.grad for p in encoder.parameters()), strict=True):
+        torch.testing.assert_close(ours, theirs, atol=1e-6, rtol=1e-5)
 
 
 def test_highway_carries_or_transforms_by_its_gate():

@@ -13,7 +13,7 @@ from concur.approaches.base import RunContext, build_approach  # noqa: E402
 from concur.approaches.reader.batch import collate, n_features  # noqa: E402
 from concur.approaches.reader.encode import EncodedSplit, analyse, build_vocabularies, encode  # noqa: E402
 from concur.approaches.reader.inputs import ReaderInputs  # noqa: E402
-from concur.approaches.reader.models.mnemonic_reader import SFU, CharBiLSTM, MnemonicReader  # noqa: E402
+from concur.approaches.reader.models.mnemonic_reader import SFU, CharBiLSTM, MnemonicReader, PointerScorer  # noqa: E402
 from concur.data.babi import read_babi  # noqa: E402
 from concur.data.model import Split  # noqa: E402
 from concur.registry.hparams import build_hparams  # noqa: E402
@@ -104,6 +104,35 @@ def test_sfu_keeps_the_input_where_the_gate_is_closed():
         sfu.gate.bias.fill_(-50.0)
     x = torch.randn(2, 3, 4)
     torch.testing.assert_close(sfu(x, torch.randn(2, 3, 6)), x)
+
+
+def _values_and_gradients(module: torch.nn.Module, outputs: torch.Tensor, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+    weights = torch.randn(outputs.shape, generator=torch.Generator().manual_seed(1))
+    return [outputs, *torch.autograd.grad((outputs * weights).sum(), [*inputs, *module.parameters()])]
+
+
+def test_sfu_fuses_an_alignment_as_over_the_concatenated_input():
+    torch.manual_seed(0)
+    sfu = SFU(4, 12)
+    x, attended = torch.randn(2, 3, 4, requires_grad=True), torch.randn(2, 3, 4, requires_grad=True)
+    by_blocks = _values_and_gradients(sfu, sfu.fuse_alignment(x, attended), [x, attended])
+    both = torch.cat([x, attended, x * attended, x - attended], dim=-1)
+    gate = torch.sigmoid(sfu.gate(both))  # the unit's definition, written out
+    expected = _values_and_gradients(sfu, gate * torch.tanh(sfu.compose(both)) + (1 - gate) * x, [x, attended])
+    for ours, theirs in zip(by_blocks, expected, strict=True):
+        torch.testing.assert_close(ours, theirs)
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_pointer_scores_as_over_the_concatenated_input(training):
+    torch.manual_seed(0)
+    scorer = PointerScorer(4, 5, dropout=0.0).train(training)
+    c, z = torch.randn(2, 3, 4, requires_grad=True), torch.randn(2, 4, requires_grad=True)
+    by_blocks = _values_and_gradients(scorer, scorer(c, z), [c, z])
+    tokens = z.unsqueeze(1).expand_as(c)
+    written_out = scorer.out(torch.tanh(scorer.hidden(torch.cat([c, tokens, c * tokens], dim=-1)))).squeeze(-1)
+    for ours, theirs in zip(by_blocks, _values_and_gradients(scorer, written_out, [c, z]), strict=True):
+        torch.testing.assert_close(ours, theirs)
 
 
 @pytest.mark.parametrize("approach_id", [APPROACH, f"{APPROACH}-nofeat"])

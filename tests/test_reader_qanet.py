@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from concur.approaches.reader.batch import collate  # noqa: E402
-from concur.approaches.reader.models.qanet import EncoderStack, QANet, QANetApproach, position_encoding  # noqa: E402
+from concur.approaches.reader.models.qanet import EncoderStack, QANet, QANetApproach, depthwise_over_time, position_encoding  # noqa: E402
 from concur.registry import default_registry  # noqa: E402
 from concur.registry.hparams import build_hparams  # noqa: E402
 from tests.reader_stories import LAST_SENTENCE_STORIES, fit_losses, story_data  # noqa: E402
@@ -104,3 +104,18 @@ def test_spec_validates_and_names_the_paper_settings():
     assert QANetApproach.model_class is QANet
     bad = dataclasses.replace(hp, attention_heads=3)
     assert bad.problem() == ("attention_heads", "must divide hidden_size")
+
+
+def test_the_depthwise_convolution_over_time_equals_the_conv1d_over_transposed_channels():
+    torch.manual_seed(0)
+    conv = torch.nn.Conv1d(6, 6, 5, padding=2, groups=6, bias=False)
+    x = torch.randn(2, 9, 6, requires_grad=True)
+    ours = depthwise_over_time(conv, x)
+    (ours * torch.arange(6.0)).sum().backward()
+    grads = x.grad.clone(), conv.weight.grad.clone()
+    x.grad, conv.weight.grad = None, None
+    theirs = conv(x.transpose(1, 2)).transpose(1, 2)
+    (theirs * torch.arange(6.0)).sum().backward()
+    assert ours.shape == (2, 9, 6) and ours.is_contiguous()
+    torch.testing.assert_close(ours, theirs)
+    torch.testing.assert_close(grads, (x.grad, conv.weight.grad))

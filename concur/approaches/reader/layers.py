@@ -7,6 +7,7 @@ vectorised over tokens and spans; the only Python loops run over layers or span 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -68,6 +69,18 @@ class WordEmbedding(nn.Module):
         self.fixed = torch.cat([self.fixed, rows.to(self.fixed)], dim=0)
 
 
+def per_distinct_word(chars: torch.Tensor, encode: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+    """(B, T, d) word vectors from (B, T, width) character ids, running `encode` ((N, width) -> (N, d)) once per distinct spelling.
+
+    A batch repeats its words (a SQuAD batch of 60 has ~9,000 tokens and ~3,000 distinct spellings),
+    and a character encoder's vector of a word depends on its characters only; the gradients of the
+    repeats add up through the gather, as they would over separate copies.
+    """
+    batch, length, width = chars.shape
+    words, which = torch.unique(chars.reshape(batch * length, width), dim=0, return_inverse=True)
+    return encode(words)[which].reshape(batch, length, -1)
+
+
 class CharCNN(nn.Module):
     """Character embeddings, a 1-D convolution over each word, ReLU and max-pooling over its characters.
 
@@ -84,14 +97,8 @@ class CharCNN(nn.Module):
         self.out_dim = filters
 
     def forward(self, chars: torch.Tensor) -> torch.Tensor:
-        """(B, T, out_dim) from (B, T, width) character ids; each distinct word of the batch is convolved once.
-
-        A batch repeats its words (a SQuAD batch of 60 has ~9,000 tokens and ~3,000 distinct spellings),
-        and a word's vector depends on its characters only.
-        """
-        batch, length, width = chars.shape
-        words, which = torch.unique(chars.reshape(batch * length, width), dim=0, return_inverse=True)
-        return self.encode(words)[which].reshape(batch, length, -1)
+        """(B, T, out_dim) from (B, T, width) character ids; each distinct word of the batch is convolved once."""
+        return per_distinct_word(chars, self.encode)
 
     def encode(self, words: torch.Tensor) -> torch.Tensor:
         """(N, out_dim) vectors of N words of (N, width) character ids."""

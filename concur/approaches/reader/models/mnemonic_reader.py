@@ -42,11 +42,15 @@ from concur.approaches.reader.approach import ReaderApproach
 from concur.approaches.reader.batch import Batch
 from concur.approaches.reader.hparams.mnemonic_reader import MnemonicReaderHParams
 from concur.approaches.reader.inputs import ReaderInputs
-from concur.approaches.reader.layers import BiRNN, SpanLogits, WordEmbedding, masked_softmax
+from concur.approaches.reader.layers import BiRNN, SpanLogits, WordEmbedding, masked_softmax, per_distinct_word
 
 
 class CharBiLSTM(nn.Module):
-    """Each word's characters through a BiLSTM; the word's vector is the two directions' final states."""
+    """Each word's characters through a BiLSTM; the word's vector is the two directions' final states.
+
+    Each distinct spelling of a batch is read once (`per_distinct_word`), so a dropout mask on the
+    character embeddings is shared by a word's repeats within a batch.
+    """
 
     def __init__(self, n_chars: int, char_dim: int, hidden: int, dropout: float) -> None:
         super().__init__()
@@ -56,19 +60,21 @@ class CharBiLSTM(nn.Module):
         self.out_dim = 2 * hidden
 
     def forward(self, chars: torch.Tensor) -> torch.Tensor:
-        batch, length, width = chars.shape
-        flat = chars.reshape(batch * length, width)
-        lengths = (flat > 0).sum(dim=1)
-        real = lengths > 0  # padding words are skipped and get zeros
-        words, lengths = flat[real], lengths[real]
-        out = self.embedding.weight.new_zeros(batch * length, self.out_dim)
+        return per_distinct_word(chars, self.encode)
+
+    def encode(self, words: torch.Tensor) -> torch.Tensor:
+        """(N, out_dim) vectors of N words of (N, width) character ids; a word without characters gets zeros."""
+        lengths = (words > 0).sum(dim=1)
+        real = lengths > 0
+        words, lengths = words[real], lengths[real]
+        out = self.embedding.weight.new_zeros(real.shape[0], self.out_dim)
         if words.shape[0]:
             words = words[:, : int(lengths.max())]  # no step past the longest word
             states = self.rnn(self.embedding(words), words > 0)
             # forward direction: its state after the last character; backward: after the first
             ahead = states[torch.arange(words.shape[0], device=words.device), lengths - 1, : self.hidden]
             out[real] = torch.cat([ahead, states[:, 0, self.hidden :]], dim=-1).to(out.dtype)
-        return out.reshape(batch, length, self.out_dim)
+        return out
 
 
 class SFU(nn.Module):
@@ -80,9 +86,29 @@ class SFU(nn.Module):
         self.gate = nn.Linear(dim + fusion_dim, dim)
 
     def forward(self, x: torch.Tensor, fusion: torch.Tensor) -> torch.Tensor:
-        both = torch.cat([x, fusion], dim=-1)
-        gate = torch.sigmoid(self.gate(both))
-        return gate * torch.tanh(self.compose(both)) + (1 - gate) * x
+        weight, bias = self._stacked()
+        return self._fuse(x, F.linear(torch.cat([x, fusion], dim=-1), weight, bias))
+
+    def fuse_alignment(self, x: torch.Tensor, attended: torch.Tensor) -> torch.Tensor:
+        """SFU(x, [a; x * a; x - a]) for an attended vector a, without building its (..., 4 dim) input.
+
+        The input is linear in its blocks, W [x; a; x*a; x-a] = (W_x + W_s) x + (W_a - W_s) a + W_m (x*a),
+        which saves the two wide concatenations and a quarter of the products (the aligner's SFUs
+        run over every passage word).
+        """
+        weight, bias = self._stacked()
+        w_x, w_a, w_m, w_s = weight.split(x.shape[-1], dim=1)
+        return self._fuse(x, F.linear(x, w_x + w_s, bias) + F.linear(attended, w_a - w_s) + F.linear(x * attended, w_m))
+
+    def _stacked(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The composition's and the gate's weights as one layer: both come out of a single product."""
+        return torch.cat([self.compose.weight, self.gate.weight]), torch.cat([self.compose.bias, self.gate.bias])
+
+    @staticmethod
+    def _fuse(x: torch.Tensor, both: torch.Tensor) -> torch.Tensor:
+        composed, gate = both.split(x.shape[-1], dim=-1)
+        gate = torch.sigmoid(gate)
+        return gate * torch.tanh(composed) + (1 - gate) * x
 
 
 class AlignmentScores(nn.Module):
@@ -93,11 +119,18 @@ class AlignmentScores(nn.Module):
         self.project = nn.Linear(dim, dim)
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        return F.relu(self.project(x)) @ F.relu(self.project(y)).transpose(1, 2)
+        projected = F.relu(self.project(x))
+        other = projected if y is x else F.relu(self.project(y))  # self alignment projects once
+        return projected @ other.transpose(1, 2)
 
 
 class PointerScorer(nn.Module):
-    """Scores every passage word against the memory z: w . tanh(W [c_i; z; c_i * z])."""
+    """Scores every passage word against the memory z: w . tanh(W [c_i; z; c_i * z]).
+
+    W is applied block by block, W_c c_i + W_z z + W_m (c_i * z), without the (..., 3 dim) input;
+    each block gets its own dropout mask, as slices of one mask over the concatenation would be
+    drawn. Outside training W_z z is computed once per question, not once per passage word.
+    """
 
     def __init__(self, dim: int, hidden: int, dropout: float) -> None:
         super().__init__()
@@ -106,8 +139,11 @@ class PointerScorer(nn.Module):
         self.out = nn.Linear(hidden, 1, bias=False)
 
     def forward(self, c: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
-        z = z.unsqueeze(1).expand_as(c)
-        return self.out(torch.tanh(self.hidden(self.dropout(torch.cat([c, z, c * z], dim=-1))))).squeeze(-1)
+        w_c, w_z, w_m = self.hidden.weight.split(c.shape[-1], dim=1)
+        tokens = z.unsqueeze(1).expand_as(c)
+        memory = F.linear(self.dropout(tokens), w_z) if self.training else F.linear(z, w_z).unsqueeze(1)
+        hidden = F.linear(self.dropout(c), w_c, self.hidden.bias) + memory + F.linear(self.dropout(c * tokens), w_m)
+        return self.out(torch.tanh(hidden)).squeeze(-1)
 
 
 class MnemonicReader(nn.Module):
@@ -163,13 +199,13 @@ class MnemonicReader(nn.Module):
                 e = e + self.gamma * (through_self.transpose(1, 2) @ question_over_passage)
             attention = masked_softmax(e, to_question, dim=2)
             attended = attention.to(q.dtype) @ q
-            c_bar = self.interactive_fusions[t](c, torch.cat([attended, c * attended, c - attended], dim=-1))
+            c_bar = self.interactive_fusions[t].fuse_alignment(c, attended)
             b = self.self_scores[t](c_bar, c_bar)  # (B, Tc, Tc)
             if self.gamma > 0:
                 # re-attention: two passage words are related when they attend to the same question words
                 b = b + self.gamma * (attention @ attention.transpose(1, 2))
             attended = masked_softmax(b, pairs, dim=2).to(c_bar.dtype) @ c_bar
-            c_hat = self.self_fusions[t](c_bar, torch.cat([attended, c_bar * attended, c_bar - attended], dim=-1))
+            c_hat = self.self_fusions[t].fuse_alignment(c_bar, attended)
             c = self.aggregators[t](c_hat, c_mask)
             previous_e, previous_b = e, b
         last = (q_mask.sum(dim=1) - 1).clamp(min=0)
