@@ -40,7 +40,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30, help="optimiser steps timed per approach")
     parser.add_argument("--warmup-steps", type=int, default=10, help="untimed optimiser steps before each approach's timed run")
     parser.add_argument("--questions", type=int, default=2000)
-    parser.add_argument("--precision", default="auto", choices=PRECISIONS, help="as `concur run --precision` (bf16: autocast on the CPU too)")
+    parser.add_argument("--precision", default="auto", choices=PRECISIONS, help="as `concur run --precision` (bf16: CPU autocast too)")
     parser.add_argument("--spacy-pipeline", default=None, help="spaCy pipeline (package or directory) for the with-features readers")
     parser.add_argument("--source-dir", type=Path, action="append", default=[])
     args = parser.parse_args()
@@ -50,7 +50,8 @@ def main() -> None:
         raise SystemExit(f"{SQUAD_DEV} not found under {', '.join(map(str, data_roots(tuple(args.source_dir))))}; pass --source-dir")
     data = downsample(read_mrqa(path), questions=args.questions, seed=0)
     device = torch.cuda.get_device_name() if args.device.startswith("cuda") else f"{platform.processor() or platform.machine()}"
-    print(f"machine: {device}, {args.threads} CPU threads, torch {torch.__version__}, precision {args.precision}; data: {data.n_questions} SQuAD dev questions")
+    print(f"machine: {device}, {args.threads} CPU threads, torch {torch.__version__}, precision {args.precision}", end="; ")
+    print(f"data: {data.n_questions} SQuAD dev questions")
     print(f"{'approach':24s} {'batch':>5s} {'train q/s':>10s} {'predict q/s':>12s} {'params':>11s}")
     registry = default_registry()
     if args.approaches:

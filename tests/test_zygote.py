@@ -88,7 +88,11 @@ def test_workers_die_with_their_zygote_and_are_reported_killed(tmp_path):
 class _LateZygote(Zygote):
     """A zygote that answers its first request after 2 s, with a made-up pid, then waits for its stdin to close."""
 
-    command = (sys.executable, "-c", "import sys, time; sys.stdin.readline(); time.sleep(2); print('{\"pid\": 4242}', flush=True); sys.stdin.read()")
+    command = (
+        sys.executable,
+        "-c",
+        "import sys, time; sys.stdin.readline(); time.sleep(2); print('{\"pid\": 4242}', flush=True); sys.stdin.read()",
+    )
 
 
 def test_a_zygote_that_does_not_answer_in_time_is_killed_and_its_late_answer_is_never_taken(tmp_path, monkeypatch):
