@@ -7,7 +7,8 @@ MRQA SQuAD dev passages for training, 20% for testing; a built-in benchmark).
 `--set bidaf:optimizer='"adam"'` of one approach (values are JSON; they are printed with
 the results); `--vector-std 0.35` sets every reader's `[model] offline_vector_std` (the
 spread of the offline stand-in vectors); `--train-questions N` trains on a seeded sample of N questions;
-`--test-questions N` tests on a seeded sample; `--log` prints the loss as training goes. Prints one row per approach: EM, F1,
+`--test-questions N` tests on a seeded sample; `--precision bf16` trains and predicts under bf16
+autocast; `--log` prints the loss as training goes. Prints one row per approach: EM, F1,
 trainable parameters, training time, the loss at the start and at the end.
 """
 
@@ -24,6 +25,7 @@ from pathlib import Path
 import torch
 
 from concur.approaches.base import RunContext, build_approach
+from concur.approaches.precision import PRECISIONS
 from concur.approaches.reader.settings import with_spacy_pipeline
 from concur.baselines import lexical_overlap_answers
 from concur.data.model import Split
@@ -48,6 +50,7 @@ def main() -> None:
     parser.add_argument("--test-questions", type=int, default=0, help="test on a seeded sample of this many questions")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--precision", default="auto", choices=PRECISIONS, help="as `concur run --precision` (bf16: CPU autocast too)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--vector-std", type=float, default=None, help="every reader's [model] offline_vector_std (default: each spec's)")
     parser.add_argument("--vectors", type=Path, default=None, help="a GloVe/fastText file (default: each spec's offline stand-in)")
@@ -72,7 +75,7 @@ def main() -> None:
     if args.test_questions:
         test = downsample(test, questions=args.test_questions, seed=args.seed)
     gold = {question.qid: question.answers for _, question in test.questions()}
-    print(f"machine: {platform.machine()}, {args.threads} threads, {args.device}, torch {torch.__version__}")
+    print(f"machine: {platform.machine()}, {args.threads} threads, {args.device}, precision {args.precision}, torch {torch.__version__}")
     print(f"{args.bench}: train {train.n_questions} questions / {train.n_passages} passages, test {test.n_questions} / {test.n_passages}")
     if overrides:
         print(f"overrides: {overrides}")
@@ -98,7 +101,9 @@ def _row(spec, overrides: dict, train: Split, test: Split, gold: dict, args: arg
         if args.log:
             print(f"  {spec.id} {time.perf_counter() - started:6.0f}s  {line}", flush=True)
 
-    context = RunContext(device=args.device, seed=args.seed, log=log, model_path=args.vectors, cache_dir=args.cache_dir)
+    context = RunContext(
+        device=args.device, seed=args.seed, log=log, model_path=args.vectors, cache_dir=args.cache_dir, precision=args.precision
+    )
     report = approach.train(train, context)
     seconds = time.perf_counter() - started
     scores = evaluate(gold, approach.predict(test, context))

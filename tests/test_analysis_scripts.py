@@ -26,7 +26,9 @@ def _script(tmp_path, name: str, *args: str) -> str:
 @pytest.mark.slow
 def test_speed_readers_reports_positive_rates(tmp_path):
     shared_file("mrqa/dev/SQuAD.jsonl.gz")
-    out = _script(tmp_path, "speed_readers.py", "--approaches", "rasor", "--steps", "2", "--warmup-steps", "1", "--questions", "40")
+    options = ["--steps", "2", "--warmup-steps", "1", "--questions", "40", "--precision", "fp32"]
+    out = _script(tmp_path, "speed_readers.py", "--approaches", "rasor", *options)
+    assert "precision fp32" in out
     (row,) = [line.split() for line in out.splitlines() if line.startswith("rasor ")]
     batch, train_rate, predict_rate = int(row[1]), float(row[2]), float(row[3])
     assert batch == 4 and train_rate > 0 and predict_rate > 0  # rasor's spec trains in batches of 4
@@ -35,7 +37,9 @@ def test_speed_readers_reports_positive_rates(tmp_path):
 @pytest.mark.slow
 def test_readers_check_trains_and_scores_a_reader(tmp_path):
     shared_file("babi")
-    out = _script(tmp_path, "readers_check.py", "--approaches", "tiny-rasor", "--train-questions", "100", "--test-questions", "50")
+    options = ["--train-questions", "100", "--test-questions", "50", "--precision", "bf16"]
+    out = _script(tmp_path, "readers_check.py", "--approaches", "tiny-rasor", *options)
+    assert "precision bf16" in out  # trained and scored under bf16 autocast on the CPU
     (row,) = [line.split() for line in out.splitlines() if line.startswith("tiny-rasor ")]
     em, f1, params = float(row[1]), float(row[2]), int(row[3].replace(",", ""))
     assert 0 <= em <= f1 <= 100 and params > 0
