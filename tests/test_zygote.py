@@ -108,18 +108,24 @@ def test_a_zygote_that_does_not_answer_in_time_is_killed_and_its_late_answer_is_
     assert zygote.process is None and zygote.forked == []
 
 
+def _run_tiny_grid(concur, tmp_path, tiny_registry, seeds: int):
+    """`concur run` of a tiny reader with `seeds` seeds on the CPU (a grid: its workers fork warm); checks every job finished."""
+    write_tiny_reader(tiny_registry, "tiny-reader", {"epochs": 1.0})
+    common = ["--registry", str(tiny_registry), "--runs-dir", str(tmp_path / "runs")]
+    result = concur(*common, "run", "-a", "tiny-reader", "-b", "tiny-babi", "--seeds", ",".join(map(str, range(seeds))),
+                    "--device", "cpu", "--source-dir", str(tmp_path / "data-root"))  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert f"{seeds} run now: {seeds} done" in result.stdout
+    assert len(Store(tmp_path / "runs" / "concur.sqlite").rows()) == seeds
+    return result
+
+
 @pytest.mark.slow
 def test_a_grid_starts_new_processes_when_its_zygote_cannot_fork(concur, tmp_path, tiny_registry, monkeypatch):
     monkeypatch.setattr(forked, "ANSWER_SECONDS", 0.5)
     monkeypatch.setattr(Zygote, "command", _LateZygote.command)
-    write_tiny_reader(tiny_registry, "tiny-reader", {"epochs": 1.0})
-    common = ["--registry", str(tiny_registry), "--runs-dir", str(tmp_path / "runs")]
-    result = concur(*common, "run", "-a", "tiny-reader", "-b", "tiny-babi", "--seeds", "0,1", "--device", "cpu",
-                    "--source-dir", str(tmp_path / "data-root"))  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    assert "2 run now: 2 done" in result.stdout
+    result = _run_tiny_grid(concur, tmp_path, tiny_registry, seeds=2)
     assert (result.stdout + result.stderr).count("warm workers stopped (the worker zygote did not fork within 0 s)") == 1
-    assert len(Store(tmp_path / "runs" / "concur.sqlite").rows()) == 2
 
 
 @pytest.mark.slow
@@ -139,11 +145,5 @@ def test_a_cpu_grid_forks_its_workers_from_one_zygote(concur, tmp_path, tiny_reg
 
     monkeypatch.setattr(Zygote, "fork", counted_fork)
     monkeypatch.setattr(Zygote, "_start", counted_start)
-    write_tiny_reader(tiny_registry, "tiny-reader", {"epochs": 1.0})
-    common = ["--registry", str(tiny_registry), "--runs-dir", str(tmp_path / "runs")]
-    result = concur(*common, "run", "-a", "tiny-reader", "-b", "tiny-babi", "--seeds", "0,1,2", "--device", "cpu",
-                    "--source-dir", str(tmp_path / "data-root"))  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    assert "3 run now: 3 done" in result.stdout
+    _run_tiny_grid(concur, tmp_path, tiny_registry, seeds=3)
     assert len(forks) == 3 and len(set(forks)) == 3 and starts == [1]
-    assert len(Store(tmp_path / "runs" / "concur.sqlite").rows()) == 3
