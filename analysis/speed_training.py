@@ -47,6 +47,8 @@ from typing import Any
 
 from carved_squad import carved_squad, squad_dev_path
 
+from concur.approaches.precision import PRECISIONS  # imports neither torch nor transformers
+
 APPROACH = "minilm-l6"
 SYSTEMS = ("concur", "trainer-fast", "trainer-pad384")
 ABLATIONS = ("concur-stock-kernels",)
@@ -100,7 +102,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=float, default=1.0)
     parser.add_argument("--learning-rate", type=float, default=None, help="default: the approach spec's")
     parser.add_argument("--batch-size", type=int, default=None, help="default: the approach spec's train_batch_size")
-    parser.add_argument("--precision", choices=("auto", "fp32", "bf16"), default="auto")
+    parser.add_argument("--precision", choices=PRECISIONS, default="auto")
     parser.add_argument("--systems", default=",".join(SYSTEMS), help=f"comma-separated, from {', '.join(SYSTEMS + ABLATIONS)}")
     parser.add_argument("--rounds", type=int, default=1, help="interleaved repetitions of every system")
     parser.add_argument("--device", default="cpu")
