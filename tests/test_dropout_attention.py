@@ -36,6 +36,21 @@ def test_dropout_scales_the_kept_elements_and_its_gradient_is_the_same_mask():
     assert torch.equal(dropout(x, 1.0, training=True), torch.zeros_like(x))
 
 
+def test_a_scale_is_folded_into_the_mask_in_training_and_applied_alone_outside_it():
+    x = torch.randn(5, 8, requires_grad=True)
+    torch.manual_seed(3)
+    y = dropout(x, 0.2, training=True, scale=4.0)
+    torch.manual_seed(3)
+    mask = keep_mask(x.shape, 0.2)
+    torch.testing.assert_close(y, x.detach() * mask * (4.0 / 0.8))
+    y.sum().backward()
+    torch.testing.assert_close(x.grad, mask * (4.0 / 0.8))
+    assert torch.equal(dropout(x, 0.2, training=False, scale=4.0), x * 4.0)
+    assert torch.equal(dropout(x, 0.0, training=True, scale=0.5), x * 0.5)
+    under_autocast = dropout(x.detach().bfloat16(), 0.2, training=True)
+    assert under_autocast.dtype == torch.bfloat16  # the mask takes the input's dtype
+
+
 def tiny_bert(seed: int = 0, **config: float) -> BertForQuestionAnswering:
     torch.manual_seed(seed)
     settings = dict(vocab_size=50, hidden_size=16, num_hidden_layers=3, num_attention_heads=2, intermediate_size=32)

@@ -84,6 +84,20 @@ def test_stochastic_depth_survival_decays_linearly_to_the_last_sublayer():
     assert any(not torch.allclose(outputs[0], other) for other in outputs[1:])
 
 
+def test_a_surviving_sublayer_is_scaled_by_its_survival_rate_in_training():
+    stack = EncoderStack(blocks=1, dim=8, convs=1, kernel=3, heads=2, dropout=0.0, final_survival=0.5).train()
+    x, mask = torch.randn(2, 5, 8), torch.ones(2, 5, dtype=torch.bool)
+    torch.manual_seed(0)  # draws 0.50, 0.77, 0.09: the second sub-layer (survival 2/3) is skipped
+    out = stack(x, mask)
+    torch.manual_seed(0)  # without dropout, the survival draws are the only random numbers
+    expected = x + position_encoding(5, 8, x.device)
+    for f, survival in zip(stack.blocks[0].sublayers(mask), stack.survival):
+        if torch.rand(()).item() < survival:
+            expected = expected + f(expected) / survival
+    torch.testing.assert_close(out, expected)
+    assert stack.survival == pytest.approx([1 - layer / 3 * 0.5 for layer in range(1, 4)])
+
+
 def test_position_encoding_is_sinusoidal():
     encoding = position_encoding(6, 8, torch.device("cpu"))
     assert encoding.shape == (6, 8)

@@ -8,15 +8,15 @@ NumPy's SFC64 generator (a small chaotic counter generator that passes PractRand
 BigCrush), seeded by one draw from torch's global generator, so `torch.manual_seed` still fixes
 every mask: 64-bit words read as two 32-bit lanes, an element kept when its lane is at or above
 `p * 2^32`. The keep rate equals `1 - p` to within 2^-32 (finer than `torch.rand`'s 24-bit
-floats) and kept elements are scaled by `1 / (1 - p)`, as in PyTorch. On CUDA (Philox, fast
-already) and outside training, PyTorch's own dropout runs.
+floats) and kept elements are scaled by `1 / (1 - p)`, as in PyTorch. The mask is compared in
+NumPy and applied as a tensor of the input's dtype holding 0 or the scale: multiplying by a
+boolean tensor converts it on every use (forward and backward), which cost as much as drawing
+the mask. On CUDA (Philox, fast already) and outside training, PyTorch's own dropout runs.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
-
 import numpy as np
 import torch
 from torch import nn
@@ -30,34 +30,26 @@ def keep_mask(shape: torch.Size | tuple[int, ...], p: float) -> torch.Tensor:
     """A boolean CPU mask of `shape`, True with probability `1 - p` (to within 2^-32), seeded from torch's generator."""
     n = math.prod(shape)
     seed = int(torch.randint(_SEED_END, (1,)).item())
-    words = np.random.SFC64(seed).random_raw((n + 1) // 2)
-    lanes = torch.from_numpy(words.view(np.int32)[:n])
+    lanes = np.random.SFC64(seed).random_raw((n + 1) // 2).view(np.int32)[:n]
     threshold = _INT32_MIN + round(p * _LANE_VALUES)
-    return (lanes >= threshold).view(shape)
+    return torch.from_numpy(lanes >= threshold).view(shape)
 
 
-class _MaskedScale(torch.autograd.Function):
-    """`x * mask * scale`, whose backward multiplies by the same mask and scale (saving only the boolean mask)."""
+def dropout(x: torch.Tensor, p: float, training: bool, scale: float = 1.0) -> torch.Tensor:
+    """`torch.nn.functional.dropout(x, p, training) * scale` (on the CPU from the bulk mask), in one product.
 
-    @staticmethod
-    def forward(ctx: Any, x: torch.Tensor, mask: torch.Tensor, scale: float) -> torch.Tensor:
-        ctx.save_for_backward(mask)
-        ctx.scale = scale
-        return x.mul(mask).mul_(scale)
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None, None]:
-        (mask,) = ctx.saved_tensors
-        return grad.mul(mask).mul_(ctx.scale), None, None
-
-
-def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
-    """`torch.nn.functional.dropout`, with the bulk mask on the CPU."""
-    if not training or p == 0.0 or x.device.type != "cpu":
-        return nn.functional.dropout(x, p, training)
+    `scale` lets a caller fold its own factor into the mask: QANet's stochastic depth divides a
+    surviving sub-layer by its survival rate.
+    """
+    if not training or p == 0.0:
+        return x if scale == 1.0 else x * scale
+    if x.device.type != "cpu":
+        out = nn.functional.dropout(x, p, training)
+        return out if scale == 1.0 else out * scale
     if p == 1.0:
         return x * 0.0
-    return _MaskedScale.apply(x, keep_mask(x.shape, p), 1.0 / (1.0 - p))
+    # autograd keeps the scaled mask (not x) for the backward pass, which multiplies by it again
+    return x * keep_mask(x.shape, p).to(x.dtype).mul_(scale / (1.0 - p))
 
 
 class FastDropout(nn.Dropout):
