@@ -1,16 +1,18 @@
-"""A one-way GRU over a padded batch whose backward pass is written out, for the CPU.
+"""One-way GRUs over padded batches, run side by side, whose backward pass is written out, for the CPU.
 
 PyTorch has no oneDNN GRU on the CPU (its `mkldnn_rnn_layer` is LSTM-only), so `nn.GRU` runs step
-by step and autograd records about a dozen small operations per step, whose backward pass
-multiplies each step's recurrent weight gradient separately. Here the forward pass runs six
-operations per step into preallocated time-major buffers; the backward pass runs six per step,
-with every factor that does not depend on the incoming gradient computed for all steps at once,
-and the weight gradients as one product over all steps. The values are `nn.GRU`'s
-(PyTorch's gate order r, z, n; n = tanh(W_in x + b_in + r * (W_hn h + b_hn))).
+by step and autograd records about a dozen small operations per step, and it runs a bidirectional
+layer's two directions one after the other. Here the GRUs of a layer (its two directions) step
+together as one batched product per step, the forward pass runs six operations per step into
+preallocated time-major buffers, the backward pass six per step, with every factor that does not
+depend on the incoming gradient computed for all steps at once and the recurrent weight gradient
+as one product over all steps. The values are `nn.GRU`'s (PyTorch's gate order r, z, n;
+n = tanh(W_in x + b_in + r * (W_hn h + b_hn))).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -18,58 +20,66 @@ import torch.nn.functional as F
 from torch import nn
 
 
-def gru_over_time(gru: nn.GRU, x: torch.Tensor) -> torch.Tensor:
-    """`gru(x)[0]` for a one-layer, one-way, batch-first `gru` with biases, starting from a zero state."""
-    projected = F.linear(x, gru.weight_ih_l0, gru.bias_ih_l0).transpose(0, 1).contiguous()  # (T, B, 3H)
-    return _Recurrence.apply(projected, gru.weight_hh_l0, gru.bias_hh_l0).transpose(0, 1)
+def grus_over_time(grus: Sequence[nn.GRU], inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """`[gru(x)[0] for gru, x in zip(grus, inputs)]` for one-layer, one-way, batch-first GRUs with biases, from zero states.
+
+    The inputs share their batch size and length; the GRUs their hidden size.
+    """
+    # (T, S, B, 3H): the input projections follow autocast (bf16 products under --precision bf16)
+    projected = torch.stack([F.linear(x, gru.weight_ih_l0, gru.bias_ih_l0).transpose(0, 1) for gru, x in zip(grus, inputs)], dim=1)
+    weights = torch.stack([gru.weight_hh_l0 for gru in grus])
+    biases = torch.stack([gru.bias_hh_l0 for gru in grus])
+    outputs = _Recurrence.apply(projected, weights, biases)  # (T, S, B, H)
+    return [outputs[:, s].transpose(0, 1) for s in range(len(grus))]
 
 
 class _Recurrence(torch.autograd.Function):
-    """h_t from the input projections (T, B, 3H), h_0 = 0; returns (T, B, H)."""
+    """h_t of S GRUs from their input projections (T, S, B, 3H), h_0 = 0; returns (T, S, B, H). The recurrence runs in fp32."""
 
     @staticmethod
     @torch.amp.custom_fwd(device_type="cpu", cast_inputs=torch.float32)
-    def forward(ctx: Any, projected: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-        steps, batch, three_h = projected.shape
+    def forward(ctx: Any, projected: torch.Tensor, weights: torch.Tensor, biases: torch.Tensor) -> torch.Tensor:
+        steps, stack, batch, three_h = projected.shape
         hidden = three_h // 3
-        recurrent = projected.new_empty(steps, batch, three_h)  # W_h h_{t-1} + b_h, whose n part the backward pass needs
-        gates = projected.new_empty(steps, batch, 2 * hidden)  # r, z
-        candidates = projected.new_empty(steps, batch, hidden)  # n
-        outputs = projected.new_empty(steps + 1, batch, hidden)  # h_0 = 0, then h_1 ... h_T
+        recurrent = projected.new_empty(steps, stack, batch, three_h)  # W_h h_{t-1} + b_h, whose n part the backward pass needs
+        gates = projected.new_empty(steps, stack, batch, 2 * hidden)  # r, z
+        candidates = projected.new_empty(steps, stack, batch, hidden)  # n
+        outputs = projected.new_empty(steps + 1, stack, batch, hidden)  # h_0 = 0, then h_1 ... h_T
         outputs[0].zero_()
-        weight_t = weight.t()
+        weights_t, biases = weights.transpose(1, 2), biases.unsqueeze(1)
         for t in range(steps):
             h = outputs[t]
-            torch.addmm(bias, h, weight_t, out=recurrent[t])
-            torch.sigmoid(projected[t, :, : 2 * hidden] + recurrent[t, :, : 2 * hidden], out=gates[t])
-            n = torch.addcmul(projected[t, :, 2 * hidden :], gates[t, :, :hidden], recurrent[t, :, 2 * hidden :])
+            torch.baddbmm(biases, h, weights_t, out=recurrent[t])
+            torch.sigmoid(projected[t, ..., : 2 * hidden] + recurrent[t, ..., : 2 * hidden], out=gates[t])
+            n = torch.addcmul(projected[t, ..., 2 * hidden :], gates[t, ..., :hidden], recurrent[t, ..., 2 * hidden :])
             torch.tanh(n, out=candidates[t])
-            torch.lerp(candidates[t], h, gates[t, :, hidden:], out=outputs[t + 1])  # (1 - z) n + z h
-        ctx.save_for_backward(weight, recurrent, gates, candidates, outputs)
+            torch.lerp(candidates[t], h, gates[t, ..., hidden:], out=outputs[t + 1])  # (1 - z) n + z h
+        ctx.save_for_backward(weights, recurrent, gates, candidates, outputs)
         return outputs[1:]
 
     @staticmethod
     @torch.amp.custom_bwd(device_type="cpu")
     def backward(ctx: Any, grad_outputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        weight, recurrent, gates, candidates, outputs = ctx.saved_tensors
-        steps, batch, hidden = candidates.shape
+        weights, recurrent, gates, candidates, outputs = ctx.saved_tensors
+        steps, stack, batch, hidden = candidates.shape
         r, z, n = gates[..., :hidden], gates[..., hidden:], candidates
         previous = outputs[:-1]
         # the factors of the chain rule that do not depend on the gradient, for every step at once
         to_n = (1 - z) * (1 - n * n)  # d pre-activation of n / d h_t
         to_z = (previous - n) * z * (1 - z)  # d pre-activation of z / d h_t
         to_r = recurrent[..., 2 * hidden :] * r * (1 - r)  # d pre-activation of r / d pre-activation of n
-        grad_projected = grad_outputs.new_empty(steps, batch, 3 * hidden)
-        grad_recurrent = grad_outputs.new_empty(steps, batch, 3 * hidden)
-        grad_h = grad_outputs.new_zeros(batch, hidden)
+        grad_projected = grad_outputs.new_empty(steps, stack, batch, 3 * hidden)
+        grad_recurrent = grad_outputs.new_empty(steps, stack, batch, 3 * hidden)
+        grad_h = grad_outputs.new_zeros(stack, batch, hidden)
         for t in reversed(range(steps)):
             grad_h = grad_h + grad_outputs[t]
-            grad_n = torch.mul(grad_h, to_n[t], out=grad_projected[t, :, 2 * hidden :])
-            torch.mul(grad_n, to_r[t], out=grad_recurrent[t, :, :hidden])
-            torch.mul(grad_h, to_z[t], out=grad_recurrent[t, :, hidden : 2 * hidden])
-            torch.mul(grad_n, r[t], out=grad_recurrent[t, :, 2 * hidden :])
-            grad_h = torch.addmm(grad_h * z[t], grad_recurrent[t], weight)
+            grad_n = torch.mul(grad_h, to_n[t], out=grad_projected[t, ..., 2 * hidden :])
+            torch.mul(grad_n, to_r[t], out=grad_recurrent[t, ..., :hidden])
+            torch.mul(grad_h, to_z[t], out=grad_recurrent[t, ..., hidden : 2 * hidden])
+            torch.mul(grad_n, r[t], out=grad_recurrent[t, ..., 2 * hidden :])
+            grad_h = torch.baddbmm(grad_h * z[t], grad_recurrent[t], weights)
         grad_projected[..., : 2 * hidden] = grad_recurrent[..., : 2 * hidden]
-        flat = grad_recurrent.reshape(steps * batch, 3 * hidden)
-        grad_weight = flat.t() @ previous.reshape(steps * batch, hidden)
-        return grad_projected, grad_weight, flat.sum(dim=0)
+        # per GRU: sum over steps and batch rows, as one product
+        per_gru = grad_recurrent.transpose(0, 1).reshape(stack, steps * batch, 3 * hidden)
+        grad_weights = per_gru.transpose(1, 2) @ previous.transpose(0, 1).reshape(stack, steps * batch, hidden)
+        return grad_projected, grad_weights, per_gru.sum(dim=1)

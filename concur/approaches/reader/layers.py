@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from concur.approaches.dropout import dropout as bulk_dropout
-from concur.approaches.reader.gru import gru_over_time
+from concur.approaches.reader.gru import grus_over_time
 
 # A logit that no real score reaches, but that stays finite in bf16/fp32 (so sums of two stay finite).
 MASKED = -1e30
@@ -156,11 +156,12 @@ def reverse_within(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     return x.gather(1, order.view(*order.shape, *(1,) * (x.dim() - 2)).expand_as(x))
 
 
-def one_way(rnn: nn.Module, x: torch.Tensor) -> torch.Tensor:
-    """The outputs of a one-layer, one-way `rnn` over x (B, T, d); GRUs on the CPU take `gru_over_time`."""
-    if isinstance(rnn, nn.GRU) and x.device.type == "cpu":
-        return gru_over_time(rnn, x)
-    return rnn(x)[0]
+def both_ways(forward_rnn: nn.Module, backward_rnn: nn.Module, x: torch.Tensor, reversed_x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The outputs of two one-layer, one-way RNNs over x and reversed_x (B, T, d); GRUs on the CPU step together (`grus_over_time`)."""
+    if isinstance(forward_rnn, nn.GRU) and x.device.type == "cpu":
+        ahead, behind = grus_over_time([forward_rnn, backward_rnn], [x, reversed_x])
+        return ahead, behind
+    return forward_rnn(x)[0], backward_rnn(reversed_x)[0]
 
 
 class BiRNN(nn.Module):
@@ -173,8 +174,9 @@ class BiRNN(nn.Module):
     within its length (`reverse_within`). Outputs at padding are zero, as `pad_packed_sequence`
     leaves them; a row without tokens is read as one step long, as its packed form was.
     The directions are created forward first, so a seed gives the weights of `bidirectional=True`.
-    On the CPU a GRU runs `gru_over_time` (PyTorch has no oneDNN GRU there), whose input
-    projections follow autocast (bf16 under `--precision bf16`) while its recurrence stays fp32.
+    On the CPU a GRU layer's two directions step together (`grus_over_time`: PyTorch has no oneDNN
+    GRU there); their input projections follow autocast (bf16 under `--precision bf16`) while the
+    recurrence stays fp32.
 
     Dropout is applied to each layer's input; `concat_layers` returns every layer's output
     side by side (DrQA), otherwise the top layer's.
@@ -206,8 +208,7 @@ class BiRNN(nn.Module):
         outputs = []
         for forward_rnn, backward_rnn in self.layers:
             x = self.dropout(x)
-            ahead = one_way(forward_rnn, x)
-            behind = one_way(backward_rnn, reverse_within(x, lengths))
+            ahead, behind = both_ways(forward_rnn, backward_rnn, x, reverse_within(x, lengths))
             x = torch.cat([ahead, reverse_within(behind, lengths)], dim=-1).masked_fill(~real, 0)
             outputs.append(x)
         return torch.cat(outputs, dim=-1) if self.concat_layers else x
