@@ -156,12 +156,12 @@ def reverse_within(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     return x.gather(1, order.view(*order.shape, *(1,) * (x.dim() - 2)).expand_as(x))
 
 
-def both_ways(forward_rnn: nn.Module, backward_rnn: nn.Module, x: torch.Tensor, reversed_x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The outputs of two one-layer, one-way RNNs over x and reversed_x (B, T, d); GRUs on the CPU step together (`grus_over_time`)."""
-    if isinstance(forward_rnn, nn.GRU) and x.device.type == "cpu":
-        ahead, behind = grus_over_time([forward_rnn, backward_rnn], [x, reversed_x])
+def both_ways(ahead_rnn: nn.Module, behind_rnn: nn.Module, x: torch.Tensor, reversed_x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The outputs of two one-layer, one-way RNNs over x and reversed_x (B, T, d); GRUs on the CPU step together."""
+    if isinstance(ahead_rnn, nn.GRU) and x.device.type == "cpu":
+        ahead, behind = grus_over_time([ahead_rnn, behind_rnn], [x, reversed_x])
         return ahead, behind
-    return forward_rnn(x)[0], backward_rnn(reversed_x)[0]
+    return ahead_rnn(x)[0], behind_rnn(reversed_x)[0]
 
 
 class BiRNN(nn.Module):
