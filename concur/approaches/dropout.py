@@ -43,15 +43,11 @@ def dropout(x: torch.Tensor, p: float, training: bool, scale: float = 1.0) -> to
     `scale` lets a caller fold its own factor into the mask: QANet's stochastic depth divides a
     surviving sub-layer by its survival rate.
     """
-    if not training or p == 0.0:
-        return x if scale == 1.0 else x * scale
-    if x.device.type != "cpu":
-        out = nn.functional.dropout(x, p, training)
-        return out if scale == 1.0 else out * scale
-    if p == 1.0:
-        return x * 0.0
-    # autograd keeps the scaled mask (not x) for the backward pass, which multiplies by it again
-    return x * keep_mask(x.shape, p).to(x.dtype).mul_(scale / (1.0 - p))
+    if training and 0.0 < p < 1.0 and x.device.type == "cpu":
+        # autograd keeps the scaled mask (not x) for the backward pass, which multiplies by it again
+        return x * keep_mask(x.shape, p).to(x.dtype).mul_(scale / (1.0 - p))
+    out = nn.functional.dropout(x, p, training)
+    return out if scale == 1.0 else out * scale
 
 
 class FastDropout(nn.Dropout):
