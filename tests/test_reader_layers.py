@@ -23,7 +23,9 @@ from concur.approaches.reader.layers import (
     TrilinearSimilarity,
     WordEmbedding,
     best_spans,
+    distinct_rows,
     masked_softmax,
+    per_distinct_word,
     reverse_within,
     span_grid,
     span_loss,
@@ -140,12 +142,12 @@ def test_char_cnn_shape_and_independence_from_padding(kernel):
     torch.manual_seed(0)
     cnn = CharCNN(n_chars=12, char_dim=4, filters=6, kernel=kernel)
     chars = torch.tensor([[[3, 4, 5, 0, 0, 0], [7, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0]]])
-    out = cnn(chars)
+    (out,) = cnn(chars)
     assert out.shape == (1, 3, 6) and cnn.out_dim == 6
     assert out[0, 2].abs().sum() == 0  # a padding token
     wider = torch.nn.functional.pad(chars, (0, 5))  # the same words in a wider character grid
-    torch.testing.assert_close(cnn(wider), out)
-    alone = cnn(chars[:, :1])  # a word's vector does not depend on its neighbours
+    torch.testing.assert_close(cnn(wider)[0], out)
+    (alone,) = cnn(chars[:, :1])  # a word's vector does not depend on its neighbours
     torch.testing.assert_close(alone[0, 0], out[0, 0])
 
 
@@ -156,7 +158,7 @@ def test_char_cnn_keeps_the_word_width_as_same_padding_does_without_a_warning(ke
     chars = torch.randint(1, 12, (2, 3, 7))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # PyTorch warns for an even kernel with padding="same"
-        pooled = cnn(chars)
+        (pooled,) = cnn(chars)
     embedded = cnn.embedding(chars.reshape(6, 7)).transpose(1, 2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -176,7 +178,7 @@ def test_character_encoders_read_each_distinct_word_once_with_the_same_values_an
     chars[0, 2, 2:] = 0  # a shorter word
     chars[1, 3] = chars[0, 1]  # a repeated word
     chars[1, 4] = 0  # padding
-    out = encoder(chars)
+    (out,) = encoder(chars)
     expected = torch.stack([encoder.encode(word.view(1, 7))[0] for word in chars.view(10, 7)]).view(2, 5, -1)  # every token on its own
     torch.testing.assert_close(out, expected, atol=1e-6, rtol=1e-5)
     torch.testing.assert_close(out[1, 3], out[0, 1])
@@ -188,6 +190,33 @@ def test_character_encoders_read_each_distinct_word_once_with_the_same_values_an
     (expected * weights).sum().backward()
     for ours, theirs in zip(once, (p.grad for p in encoder.parameters()), strict=True):
         torch.testing.assert_close(ours, theirs, atol=1e-6, rtol=1e-5)
+
+
+def test_distinct_rows_are_torch_uniques_rows_in_its_order_with_the_same_inverse():
+    generator = torch.Generator().manual_seed(0)
+    rows = torch.randint(0, 3, (400, 5), generator=generator) * torch.tensor([1, 1, 100, 300, 70000])  # ids past one byte
+    rows[7] = rows[3]
+    words, which = distinct_rows(rows)
+    expected_words, expected_which = torch.unique(rows, dim=0, return_inverse=True)
+    assert torch.equal(words, expected_words) and torch.equal(which, expected_which)
+    assert words.dtype == rows.dtype and which.dtype == torch.int64
+    assert torch.equal(words[which], rows) and which[7] == which[3]
+    empty_words, empty_which = distinct_rows(rows[:0])
+    assert empty_words.shape == (0, 5) and empty_which.shape == (0,)
+
+
+def test_passage_and_question_words_are_encoded_once_together():
+    calls = []
+
+    def encode(words):
+        calls.append(words.clone())
+        return words.sum(dim=1, keepdim=True).float()
+
+    passage = torch.tensor([[[3, 4, 0], [5, 0, 0], [0, 0, 0]]])  # "ab", "c", padding
+    question = torch.tensor([[[5, 0], [3, 4], [6, 6]]])  # narrower grid: "c", "ab", "dd"
+    c, q = per_distinct_word([passage, question], encode)
+    assert len(calls) == 1 and calls[0].tolist() == [[0, 0, 0], [3, 4, 0], [5, 0, 0], [6, 6, 0]]
+    assert c.tolist() == [[[7.0], [5.0], [0.0]]] and q.tolist() == [[[5.0], [7.0], [12.0]]]
 
 
 def test_highway_carries_or_transforms_by_its_gate():

@@ -179,4 +179,4 @@ def test_char_bilstm_gives_the_final_states_of_a_packed_bidirectional_lstm():
     final = lstm(packed)[1][0]
     expected = torch.zeros(2, 3, 8)
     expected.view(6, 8)[[0, 1, 3]] = torch.cat([final[0], final[1]], dim=-1)
-    torch.testing.assert_close(encoder(chars), expected, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(encoder(chars)[0], expected, atol=1e-6, rtol=1e-5)

@@ -7,9 +7,10 @@ vectorised over tokens and spans; the only Python loops run over layers or span 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -70,16 +71,36 @@ class WordEmbedding(nn.Module):
         self.fixed = torch.cat([self.fixed, rows.to(self.fixed)], dim=0)
 
 
-def per_distinct_word(chars: torch.Tensor, encode: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
-    """(B, T, d) word vectors from (B, T, width) character ids, running `encode` ((N, width) -> (N, d)) once per distinct spelling.
+def distinct_rows(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """`torch.unique(rows, dim=0, return_inverse=True)` for a 2-D tensor of non-negative integers.
 
-    A batch repeats its words (a SQuAD batch of 60 has ~9,000 tokens and ~3,000 distinct spellings),
-    and a character encoder's vector of a word depends on its characters only; the gradients of the
-    repeats add up through the gather, as they would over separate copies.
+    On the CPU PyTorch compares rows one at a time (40 ms for the 6,500 words of a SQuAD batch, 8% of
+    a BiDAF++ training step); here NumPy sorts the rows as byte strings, each id big-endian so that
+    byte order is the ids' order: the same distinct rows, in the same (lexicographic) order, in ~2 ms.
     """
-    batch, length, width = chars.shape
-    words, which = torch.unique(chars.reshape(batch * length, width), dim=0, return_inverse=True)
-    return encode(words)[which].reshape(batch, length, -1)
+    if rows.device.type != "cpu":
+        return torch.unique(rows, dim=0, return_inverse=True)
+    ids = rows.numpy()
+    big_endian = np.ascontiguousarray(ids, dtype=ids.dtype.newbyteorder(">"))
+    keys = big_endian.view(np.dtype((np.void, big_endian.itemsize * ids.shape[1]))).reshape(-1)
+    distinct, inverse = np.unique(keys, return_inverse=True)
+    words = distinct.view(big_endian.dtype).reshape(-1, ids.shape[1]).astype(ids.dtype)
+    return torch.from_numpy(words), torch.from_numpy(inverse.reshape(-1).astype(np.int64))
+
+
+def per_distinct_word(texts: Sequence[torch.Tensor], encode: Callable[[torch.Tensor], torch.Tensor]) -> list[torch.Tensor]:
+    """(B, T, d) word vectors of each (B, T, width) character-id tensor, running `encode` ((N, width) -> (N, d)) once per distinct spelling of them all.
+
+    A batch repeats its words (a SQuAD batch of 60 has ~9,000 tokens and ~3,000 distinct spellings,
+    and most question words are in the passage), and a character encoder's vector of a word depends
+    on its characters only; the gradients of the repeats add up through the gather, as they would
+    over separate copies.
+    """
+    flat = [chars.reshape(-1, chars.shape[-1]) for chars in texts]
+    width = max(rows.shape[1] for rows in flat)
+    words, which = distinct_rows(torch.cat([F.pad(rows, (0, width - rows.shape[1])) for rows in flat]))
+    vectors = encode(words)[which].split([rows.shape[0] for rows in flat])
+    return [part.reshape(*chars.shape[:-1], -1) for part, chars in zip(vectors, texts, strict=True)]
 
 
 class CharCNN(nn.Module):
@@ -97,9 +118,9 @@ class CharCNN(nn.Module):
         self.extra_right = (kernel - 1) % 2
         self.out_dim = filters
 
-    def forward(self, chars: torch.Tensor) -> torch.Tensor:
-        """(B, T, out_dim) from (B, T, width) character ids; each distinct word of the batch is convolved once."""
-        return per_distinct_word(chars, self.encode)
+    def forward(self, *texts: torch.Tensor) -> list[torch.Tensor]:
+        """(B, T, out_dim) vectors of each (B, T, width) character-id tensor; each distinct word among them is convolved once."""
+        return per_distinct_word(texts, self.encode)
 
     def encode(self, words: torch.Tensor) -> torch.Tensor:
         """(N, out_dim) vectors of N words of (N, width) character ids."""

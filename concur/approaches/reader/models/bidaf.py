@@ -40,13 +40,13 @@ class BiDAF(nn.Module):
         self.start_scorer = nn.Linear(output_dim, 1)
         self.end_scorer = nn.Linear(output_dim, 1)
 
-    def embed(self, words: torch.Tensor, chars: torch.Tensor) -> torch.Tensor:
-        characters = self.char_dropout(self.char_cnn(chars))
-        return self.highway(torch.cat([characters, self.word_embedding(words)], dim=-1))
+    def embed(self, words: torch.Tensor, characters: torch.Tensor) -> torch.Tensor:
+        return self.highway(torch.cat([self.char_dropout(characters), self.word_embedding(words)], dim=-1))
 
     def forward(self, batch: Batch) -> SpanLogits:
-        c = self.contextual(self.embed(batch.c_words, batch.c_chars), batch.c_mask)
-        q = self.contextual(self.embed(batch.q_words, batch.q_chars), batch.q_mask)
+        c_chars, q_chars = self.char_cnn(batch.c_chars, batch.q_chars)
+        c = self.contextual(self.embed(batch.c_words, c_chars), batch.c_mask)
+        q = self.contextual(self.embed(batch.q_words, q_chars), batch.q_mask)
         g = self.attention(c, q, batch.c_mask, batch.q_mask)
         m = self.modeling(g, batch.c_mask)
         m2 = self.end_rnn(m, batch.c_mask)

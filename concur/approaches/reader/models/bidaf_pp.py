@@ -57,14 +57,14 @@ class BidafPP(nn.Module):
         self.start_scorer = nn.Linear(self.start_rnn.out_dim, 1)
         self.end_scorer = nn.Linear(self.end_rnn.out_dim, 1)
 
-    def encode(self, words: torch.Tensor, chars: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        embedded = torch.cat([self.word_embedding(words), self.char_cnn(chars)], dim=-1)
-        return self.encoder(embedded, mask)
+    def encode(self, words: torch.Tensor, characters: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self.encoder(torch.cat([self.word_embedding(words), characters], dim=-1), mask)
 
     def forward(self, batch: Batch) -> SpanLogits:
         mask = batch.c_mask
-        c = self.dropout(self.encode(batch.c_words, batch.c_chars, mask))
-        q = self.dropout(self.encode(batch.q_words, batch.q_chars, batch.q_mask))
+        c_chars, q_chars = self.char_cnn(batch.c_chars, batch.q_chars)
+        c = self.dropout(self.encode(batch.c_words, c_chars, mask))
+        q = self.dropout(self.encode(batch.q_words, q_chars, batch.q_mask))
         x = F.relu(self.attention_linear(self.attention(c, q, mask, batch.q_mask)))
         h = self.dropout(self.self_rnn(x, mask))
         a = self.self_attention(h, mask)

@@ -59,8 +59,9 @@ class CharBiLSTM(nn.Module):
         self.hidden = hidden
         self.out_dim = 2 * hidden
 
-    def forward(self, chars: torch.Tensor) -> torch.Tensor:
-        return per_distinct_word(chars, self.encode)
+    def forward(self, *texts: torch.Tensor) -> list[torch.Tensor]:
+        """(B, T, out_dim) vectors of each (B, T, width) character-id tensor; each distinct word among them is read once."""
+        return per_distinct_word(texts, self.encode)
 
     def encode(self, words: torch.Tensor) -> torch.Tensor:
         """(N, out_dim) vectors of N words of (N, width) character ids; a word without characters gets zeros."""
@@ -171,8 +172,8 @@ class MnemonicReader(nn.Module):
         # the last hop's end evidence would only update a memory nothing reads
         self.end_memory = nn.ModuleList(SFU(dim, dim) for _ in range(hp.pointer_hops - 1))
 
-    def encode(self, words, chars, pos, ner, features, mask) -> torch.Tensor:
-        parts = [self.word_embedding(words), self.char_encoder(chars)]
+    def encode(self, words, characters, pos, ner, features, mask) -> torch.Tensor:
+        parts = [self.word_embedding(words), characters]
         if self.linguistic:
             parts += [self.pos_embedding(pos), self.ner_embedding(ner)]
         parts.append(features.to(parts[0].dtype))
@@ -180,8 +181,9 @@ class MnemonicReader(nn.Module):
 
     def forward(self, batch: Batch) -> SpanLogits:
         c_mask, q_mask = batch.c_mask, batch.q_mask
-        c = self.encode(batch.c_words, batch.c_chars, batch.c_pos, batch.c_ner, batch.c_features, c_mask)
-        q = self.encode(batch.q_words, batch.q_chars, batch.q_pos, batch.q_ner, batch.q_features, q_mask)
+        c_chars, q_chars = self.char_encoder(batch.c_chars, batch.q_chars)
+        c = self.encode(batch.c_words, c_chars, batch.c_pos, batch.c_ner, batch.c_features, c_mask)
+        q = self.encode(batch.q_words, q_chars, batch.q_pos, batch.q_ner, batch.q_features, q_mask)
         length = c.shape[1]
         others = ~torch.eye(length, dtype=torch.bool, device=c.device)
         # a one-word passage has no other word: it may attend to itself

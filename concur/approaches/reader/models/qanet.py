@@ -178,14 +178,15 @@ class QANet(nn.Module):
         self.start_scorer = nn.Linear(2 * d, 1)
         self.end_scorer = nn.Linear(2 * d, 1)
 
-    def encode(self, words: torch.Tensor, chars: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        embedded = torch.cat([self.word_dropout(self.word_embedding(words)), self.char_dropout(self.char_cnn(chars))], dim=-1)
+    def encode(self, words: torch.Tensor, characters: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        embedded = torch.cat([self.word_dropout(self.word_embedding(words)), self.char_dropout(characters)], dim=-1)
         return self.embedding_encoder(self.embedding_projection(self.highway(embedded)), mask)
 
     def forward(self, batch: Batch) -> SpanLogits:
         mask = batch.c_mask
-        c = self.encode(batch.c_words, batch.c_chars, mask)
-        q = self.encode(batch.q_words, batch.q_chars, batch.q_mask)
+        c_chars, q_chars = self.char_cnn(batch.c_chars, batch.q_chars)
+        c = self.encode(batch.c_words, c_chars, mask)
+        q = self.encode(batch.q_words, q_chars, batch.q_mask)
         x = self.attention_projection(self.dropout(self.attention(c, q, mask, batch.q_mask)))
         passes = []
         for _ in range(MODEL_ENCODER_PASSES):
