@@ -41,13 +41,20 @@ def tiny_split() -> Split:
     return Split(dataset="tiny", split="train", passages=passages)
 
 
-def fit_losses(model: torch.nn.Module, batch, optimizer: torch.optim.Optimizer, max_answer_length: int, steps: int = 40) -> list[float]:
-    """Train `model` on one fixed batch for `steps` optimiser steps; the loss of each step (a model that learns drives it down)."""
+def fit_losses(
+    model: torch.nn.Module, batch, optimizer: torch.optim.Optimizer, max_answer_length: int, steps: int = 40, bf16: bool = False
+) -> list[float]:
+    """Train `model` on one fixed batch for `steps` optimiser steps; the loss of each step (a model that learns drives it down).
+
+    `bf16` runs each forward pass under CPU bf16 autocast, one context per step as the training loop
+    does (autocast keeps its bf16 copies of the weights for as long as its context lasts).
+    """
     from concur.approaches.reader.layers import span_loss
 
     losses = []
     for _ in range(steps):
-        loss = span_loss(model(batch), batch.c_mask, batch.starts, batch.ends, max_answer_length)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss = span_loss(model(batch), batch.c_mask, batch.starts, batch.ends, max_answer_length)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()

@@ -29,6 +29,7 @@ from concur.approaches.reader.layers import (
     reverse_within,
     span_grid,
     span_loss,
+    split_by_length,
 )
 from concur.approaches.reader.models.mnemonic_reader import CharBiLSTM
 
@@ -205,18 +206,31 @@ def test_distinct_rows_are_torch_uniques_rows_in_its_order_with_the_same_inverse
     assert empty_words.shape == (0, 5) and empty_which.shape == (0,)
 
 
-def test_passage_and_question_words_are_encoded_once_together():
+def test_passage_and_question_words_are_encoded_once_together_short_ones_in_a_narrower_grid():
     calls = []
 
     def encode(words):
-        calls.append(words.clone())
+        calls.append(words.tolist())
         return words.sum(dim=1, keepdim=True).float()
 
     passage = torch.tensor([[[3, 4, 0], [5, 0, 0], [0, 0, 0]]])  # "ab", "c", padding
-    question = torch.tensor([[[5, 0], [3, 4], [6, 6]]])  # narrower grid: "c", "ab", "dd"
+    question = torch.tensor([[[5, 0], [3, 4], [6, 6]]])  # a narrower grid: "c", "ab", "dd"
     c, q = per_distinct_word([passage, question], encode)
-    assert len(calls) == 1 and calls[0].tolist() == [[0, 0, 0], [3, 4, 0], [5, 0, 0], [6, 6, 0]]
+    # four distinct words of 0, 1, 2 and 2 characters: a grid of 1 x 1 and one of 3 x 2 (6 cells + 1) beat 4 x 3
+    assert calls == [[[0]], [[5, 0], [3, 4], [6, 6]]]
     assert c.tolist() == [[[7.0], [5.0], [0.0]]] and q.tolist() == [[[5.0], [7.0], [12.0]]]
+
+
+def test_split_by_length_cuts_the_short_words_grid_where_the_cells_are_fewest():
+    lengths = torch.tensor([3, 12, 2, 4, 3, 16, 5, 3])
+    words = (torch.arange(16) < lengths.unsqueeze(1)) * torch.arange(1, 9).unsqueeze(1)  # word i: its length in copies of i + 1
+    groups, rank = split_by_length(words)
+    # sorted lengths 2 3 3 3 4 5 12 16: six words up to 5 characters in 6 x 5, two in 2 x 16 (62 cells, against 128)
+    assert [group.shape for group in groups] == [(6, 5), (2, 16)]
+    stacked = torch.cat([F.pad(group, (0, 16 - group.shape[1])) for group in groups])
+    assert torch.equal(stacked[rank], words)
+    single, rank = split_by_length(words[:1])
+    assert [group.shape for group in single] == [(1, 3)] and rank.tolist() == [0]
 
 
 def test_highway_carries_or_transforms_by_its_gate():

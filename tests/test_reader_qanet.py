@@ -71,6 +71,23 @@ def test_a_few_steps_make_the_loss_fall(data):
     assert losses[-1] < 0.3 * losses[0]
 
 
+def test_under_bf16_autocast_the_scores_follow_fp32s_and_the_loss_falls(data):
+    encoded, inputs = data
+    torch.manual_seed(0)
+    model = QANet(small_hparams(dropout=0.0, word_dropout=0.0, char_dropout=0.0, layer_survival=1.0), inputs)
+    batch = collate(encoded, [1, 2], False)  # question 2's passage and question are padded
+    with torch.no_grad():
+        exact = model(batch)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            rounded = model(batch)
+    for ours, theirs in ((rounded.start, exact.start), (rounded.end, exact.end)):
+        assert (ours.float() - theirs).abs().max() <= 0.05 * theirs.abs().max()
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.003)
+    batch = collate(encoded, list(range(len(LAST_SENTENCE_STORIES))), False)
+    losses = fit_losses(model, batch, optimizer, 30, bf16=True)
+    assert losses[-1] < 0.3 * losses[0]
+
+
 def test_stochastic_depth_survival_decays_linearly_to_the_last_sublayer():
     stack = EncoderStack(blocks=2, dim=8, convs=2, kernel=3, heads=2, dropout=0.0, final_survival=0.9)
     # 2 blocks x (2 convolutions + attention + feed-forward) = 8 sub-layers: p_l = 1 - l / 8 * 0.1

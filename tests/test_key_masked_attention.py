@@ -1,0 +1,53 @@
+"""The CPU attention QANet trains with: SDPA's values and gradients, and bf16 under autocast."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from concur.approaches.reader.key_masked_attention import key_masked_attention
+
+
+def _inputs(dtype: torch.dtype) -> tuple[list[torch.Tensor], torch.Tensor, torch.Tensor]:
+    generator = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(3, 2, 5, 4, generator=generator, dtype=torch.float64).to(dtype).requires_grad_() for _ in range(3))
+    keys = torch.tensor([[True] * 5, [True, True, True, False, False], [True, False, False, False, False]])
+    grad = torch.randn(3, 2, 5, 4, generator=generator, dtype=torch.float64).to(dtype)
+    return [q, k, v], keys, grad
+
+
+def _run(attend, dtype: torch.dtype, autocast: bool = False) -> list[torch.Tensor]:
+    (q, k, v), keys, grad = _inputs(dtype)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        out = attend(q, k, v, keys)
+    out.backward(grad)
+    return [out, q.grad, k.grad, v.grad]
+
+
+def _sdpa(q, k, v, keys):
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=keys[:, None, None, :])
+
+
+def test_values_and_gradients_are_sdpas_in_float64():
+    for ours, theirs in zip(_run(key_masked_attention, torch.float64), _run(_sdpa, torch.float64), strict=True):
+        torch.testing.assert_close(ours, theirs, rtol=1e-12, atol=1e-12)
+
+
+def test_masked_keys_get_no_weight_and_no_gradient():
+    (q, k, v), keys, grad = _inputs(torch.float64)
+    out = key_masked_attention(q, k, v, keys)
+    moved = v.detach().clone()
+    moved[1, :, 3:] += 100.0  # values behind the mask
+    torch.testing.assert_close(key_masked_attention(q, k, moved, keys), out)
+    out.backward(grad)
+    assert k.grad[1, :, 3:].abs().sum() == 0 and v.grad[2, :, 1:].abs().sum() == 0
+    assert k.grad[1, :, :3].abs().sum() > 0
+
+
+def test_under_bf16_autocast_it_runs_in_bf16_within_its_rounding():
+    ours = _run(key_masked_attention, torch.float32, autocast=True)
+    exact = _run(_sdpa, torch.float64)
+    assert ours[0].dtype == torch.bfloat16
+    assert all(grad.dtype == torch.float32 for grad in ours[1:])  # gradients reach fp32 leaves as fp32
+    for approximate, value in zip(ours, exact, strict=True):
+        assert (approximate.double() - value).abs().max() <= 0.03 * value.abs().max()
