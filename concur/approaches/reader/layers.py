@@ -89,7 +89,7 @@ def distinct_rows(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def per_distinct_word(texts: Sequence[torch.Tensor], encode: Callable[[torch.Tensor], torch.Tensor]) -> list[torch.Tensor]:
-    """(B, T, d) word vectors of each (B, T, width) character-id tensor, running `encode` ((N, width) -> (N, d)) once per distinct spelling of them all.
+    """(B, T, d) word vectors of each (B, T, width) character-id tensor; `encode` ((N, width) -> (N, d)) runs once per distinct spelling.
 
     A batch repeats its words (a SQuAD batch of 60 has ~9,000 tokens and ~3,000 distinct spellings,
     and most question words are in the passage), and a character encoder's vector of a word depends
