@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.nn.functional as F
 
+from concur.approaches.reader import key_masked_attention as attention
 from concur.approaches.reader.key_masked_attention import key_masked_attention
 
 
@@ -28,7 +30,9 @@ def _sdpa(q, k, v, keys):
     return F.scaled_dot_product_attention(q, k, v, attn_mask=keys[:, None, None, :])
 
 
-def test_values_and_gradients_are_sdpas_in_float64():
+@pytest.mark.parametrize("rows_per_chunk", [1, 4, 6])  # of the 3 x 2 (batch x head) rows: six chunks, two (one short), one
+def test_values_and_gradients_are_sdpas_in_float64(monkeypatch, rows_per_chunk):
+    monkeypatch.setattr(attention, "SCORES_BYTES_PER_CHUNK", rows_per_chunk * 5 * 5 * 8)  # 5 x 5 float64 scores a row
     for ours, theirs in zip(_run(key_masked_attention, torch.float64), _run(_sdpa, torch.float64), strict=True):
         torch.testing.assert_close(ours, theirs, rtol=1e-12, atol=1e-12)
 
