@@ -37,6 +37,18 @@ def test_values_and_gradients_are_sdpas_in_float64(monkeypatch, rows_per_chunk):
         torch.testing.assert_close(ours, theirs, rtol=1e-12, atol=1e-12)
 
 
+def test_prediction_keeps_nothing_and_gives_the_training_passs_values():
+    (q, k, v), keys, _ = _inputs(torch.float32)
+    for autocast in (False, True):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            trained = key_masked_attention(q, k, v, keys)
+            with torch.inference_mode():
+                predicted = key_masked_attention(q, k, v, keys)
+        assert trained.grad_fn is not None and not predicted.requires_grad
+        assert predicted.dtype == trained.dtype == (torch.bfloat16 if autocast else torch.float32)
+        torch.testing.assert_close(predicted, trained.detach(), rtol=0, atol=0)
+
+
 def test_masked_keys_get_no_weight_and_no_gradient():
     (q, k, v), keys, grad = _inputs(torch.float64)
     out = key_masked_attention(q, k, v, keys)

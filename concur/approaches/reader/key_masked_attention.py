@@ -30,7 +30,34 @@ def key_masked_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Te
     Every row of `keys` needs a True (a row with none has no distribution to take).
     """
     bias = torch.zeros(keys.shape, dtype=query.dtype, device=query.device).masked_fill_(~keys, float("-inf"))
-    return _KeyMaskedAttention.apply(query, key, value, bias)
+    if torch.is_grad_enabled():
+        return _KeyMaskedAttention.apply(query, key, value, bias)
+    # prediction: nothing to keep for a backward pass (at 100 x 400 tokens the probabilities are 256 MB a layer)
+    if torch.is_autocast_enabled("cpu"):
+        query, key, value = (tensor.to(torch.get_autocast_dtype("cpu")) for tensor in (query, key, value))
+    with torch.autocast("cpu", enabled=False):
+        return _attend(query, key, value, bias, keep=False)[0]
+
+
+def _attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, bias: torch.Tensor, keep: bool) -> tuple[torch.Tensor, ...]:
+    """The attention's output, then, if `keep`, what its backward pass needs.
+
+    That is the query with its column of ones, the key with its bias column and the values, each
+    flattened to (batch x heads, T, .), and each chunk's probabilities.
+    """
+    batch, heads, length, dim = key.shape
+    # (batch x heads, T, d + 1), (batch x heads, T, d + 1), (batch x heads, T, d)
+    query_ones = torch.cat([query * dim**-0.5, query.new_ones(*query.shape[:-1], 1)], dim=-1).flatten(0, 1)
+    key_bias = torch.cat([key, bias.to(key.dtype).view(batch, 1, length, 1).expand(batch, heads, length, 1)], dim=-1).flatten(0, 1)
+    values = value.flatten(0, 1)
+    out = torch.empty_like(values)
+    probabilities = []
+    for chunk in _chunks(len(values), length, values.element_size()):
+        chunk_probabilities = torch.softmax(query_ones[chunk] @ key_bias[chunk].transpose(-1, -2), dim=-1)
+        torch.matmul(chunk_probabilities, values[chunk], out=out[chunk])
+        if keep:
+            probabilities.append(chunk_probabilities)
+    return (out.view_as(value), query_ones, key_bias, values, *probabilities) if keep else (out.view_as(value),)
 
 
 class _KeyMaskedAttention(torch.autograd.Function):
@@ -39,22 +66,10 @@ class _KeyMaskedAttention(torch.autograd.Function):
     @staticmethod
     @torch.amp.custom_fwd(device_type="cpu", cast_inputs=torch.bfloat16)
     def forward(ctx: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-        batch, heads, length, dim = key.shape
-        scale = dim**-0.5
-        # (batch x heads, T, d + 1), (batch x heads, T, d + 1), (batch x heads, T, d)
-        query_ones = torch.cat([query * scale, query.new_ones(*query.shape[:-1], 1)], dim=-1).flatten(0, 1)
-        key_bias = torch.cat([key, bias.to(key.dtype).view(batch, 1, length, 1).expand(batch, heads, length, 1)], dim=-1).flatten(0, 1)
-        values = value.flatten(0, 1)
-        rows = max(1, SCORES_BYTES_PER_CHUNK // (length * length * values.element_size()))
-        out = torch.empty_like(values)
-        probabilities = []
-        for chunk in _chunks(len(values), rows):
-            chunk_probabilities = torch.softmax(query_ones[chunk] @ key_bias[chunk].transpose(-1, -2), dim=-1)
-            torch.matmul(chunk_probabilities, values[chunk], out=out[chunk])
-            probabilities.append(chunk_probabilities)
-        ctx.save_for_backward(query_ones, key_bias, values, *probabilities)
-        ctx.scale, ctx.rows = scale, rows
-        return out.view_as(value)
+        out, *kept = _attend(query, key, value, bias, keep=True)
+        ctx.save_for_backward(*kept)
+        ctx.scale, ctx.length = key.shape[-1] ** -0.5, key.shape[2]
+        return out
 
     @staticmethod
     @torch.amp.custom_bwd(device_type="cpu")
@@ -62,7 +77,7 @@ class _KeyMaskedAttention(torch.autograd.Function):
         query_ones, key_bias, values, *probabilities = ctx.saved_tensors
         grads = grad_out.to(values.dtype).flatten(0, 1)
         grad_query, grad_key, grad_value = (torch.empty_like(values) for _ in range(3))
-        for chunk, chunk_probabilities in zip(_chunks(len(values), ctx.rows), probabilities, strict=True):
+        for chunk, chunk_probabilities in zip(_chunks(len(values), ctx.length, values.element_size()), probabilities, strict=True):
             torch.matmul(chunk_probabilities.transpose(-1, -2), grads[chunk], out=grad_value[chunk])
             grad_scores = torch._softmax_backward_data(
                 grads[chunk] @ values[chunk].transpose(-1, -2), chunk_probabilities, -1, chunk_probabilities.dtype
@@ -73,5 +88,7 @@ class _KeyMaskedAttention(torch.autograd.Function):
         return grad_query.mul_(ctx.scale).view(shape), grad_key.view(shape), grad_value.view(shape), None
 
 
-def _chunks(total: int, size: int) -> list[slice]:
-    return [slice(start, start + size) for start in range(0, total, size)]
+def _chunks(total: int, length: int, element_size: int) -> list[slice]:
+    """Slices of `total` (batch x head) rows whose scores over `length` tokens fit `SCORES_BYTES_PER_CHUNK`."""
+    rows = max(1, SCORES_BYTES_PER_CHUNK // (length * length * element_size))
+    return [slice(start, start + rows) for start in range(0, total, rows)]
