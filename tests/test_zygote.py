@@ -31,9 +31,10 @@ def test_a_forked_worker_reports_its_exit_status_and_writes_only_its_own_output(
         second, _ = _fork(zygote, tmp_path, "other")
         assert second.wait() == 1 and second.pid != worker.pid
         assert zygote.environment[DRIVER_PID_ENV] == str(os.getpid())  # it dies with this process
+        process = zygote.process  # its report reader lets go of it once it has left
     finally:
         zygote.close()
-    assert zygote.process is not None and zygote.process.returncode == 0  # it left when its stdin closed
+    assert process is not None and process.returncode == 0  # it left when its stdin closed
 
 
 def _blocked(zygote: Zygote, tmp_path, name: str):
