@@ -15,6 +15,7 @@ import pytest
 
 from concur.runner.claims import STALE_SECONDS, TAKEOVER_LOCK_STALE_SECONDS, Claim, ClaimBook, Heartbeat
 from concur.runner.processes import process_start
+from concur.runner.slurm_queue import is_alive
 
 KEY = "0123456789abcdef"
 CLAIMERS = 16
@@ -102,6 +103,22 @@ def test_a_slurm_claim_lives_while_the_job_is_queued(tmp_path):
     assert book.acquire(KEY) is None
     queued["77_3"] = False  # it left the queue without a result
     assert book.acquire(KEY) is not None
+
+
+@pytest.mark.parametrize(
+    ("state", "alive"),
+    [
+        ("PENDING", True), ("RUNNING", True), ("COMPLETING", True), ("REQUEUED", True), ("SUSPENDED", True),
+        ("SIGNALING", True), ("STOPPED", True), ("REQUEUE_HOLD", True), ("SPECIAL_EXIT", True), ("RESV_DEL_HOLD", True),
+        ("COMPLETED", False), ("CANCELLED", False), ("TIMEOUT", False), ("FAILED", False), ("NODE_FAIL", False),
+        ("OUT_OF_MEMORY", False), ("PREEMPTED", False), ("", False),
+    ],
+)  # fmt: skip
+def test_a_job_squeue_lists_under_a_flag_is_alive_and_only_an_ended_or_unlisted_one_is_not(state, alive):
+    """squeue shows a flag in place of the base state: SIGNALING while a signal is on its way (submitit's USR2
+    before the time limit), STOPPED after SIGSTOP. Such a job still runs, so it must neither be collected as a
+    failure nor lose its claim."""
+    assert is_alive(state) is alive
 
 
 def test_a_damaged_claim_is_stale_and_a_takeover_lock_blocks_a_second_taker(tmp_path):

@@ -233,6 +233,31 @@ def test_a_job_past_its_slurm_time_limit_is_left_interrupted_not_failed(slurm, s
     assert json.loads((job_dir / "interrupted.json").read_text())["signal"] in ("SIGUSR2", "SIGTERM")
 
 
+def test_a_job_stopped_with_sigstop_is_running_not_failed_and_finishes_once_continued(slurm, settled, concur, tmp_path, tiny_registry):
+    """squeue lists a job stopped by SIGSTOP as STOPPED, a flag in place of RUNNING: it keeps its allocation
+    and its claim, and once continued it finishes. Collecting it as ended would write a failure for a live job."""
+    _slow_approach(tiny_registry, "tiny-slow", 60.0)
+    runs = tmp_path / "runs"
+    args = ["run", "-a", "tiny-slow", "-b", "tiny-babi", *CPU, "--no-wait", "--source-dir", str(tmp_path / "data-root")]
+    assert _concur(runs, tiny_registry, *args).returncode == 0
+    (entry,) = _ledger(runs)
+    job_dir = runs / "jobs" / entry["key"]
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not _training_started(job_dir):
+        assert time.monotonic() < deadline, "the job never started training"
+        time.sleep(0.5)
+    subprocess.run(["scancel", "--signal=STOP", entry["slurm_id"]], check=True)
+    _wait_for(entry["slurm_id"], "STOPPED")
+    status = concur("--registry", str(tiny_registry), "--runs-dir", str(runs), "status", "--format", "json")
+    assert "Slurm: 0 submitted jobs have ended, 1 are still queued or running" in status.stderr
+    (job,) = json.loads(status.stdout)["jobs"]
+    assert job["state"] == "running" and not (job_dir / "result.json").exists()
+    subprocess.run(["scancel", "--signal=CONT", entry["slurm_id"]], check=True)
+    status = settled(runs, tiny_registry)
+    assert status["summary"]["done"] == 1 and status["summary"]["failed"] == 0
+    assert json.loads((job_dir / "result.json").read_text())["status"] == "ok"
+
+
 def test_drivers_submitting_one_grid_together_submit_each_job_once(slurm, settled, tmp_path, tiny_registry):
     runs = tmp_path / "runs"
     common = ["--registry", str(tiny_registry), "--runs-dir", str(runs)]

@@ -34,7 +34,7 @@ from concur.runner.jobdir import JobDir, JobState
 from concur.runner.local import Outcome, claim_job, finished_outcome
 from concur.runner.pool import Task
 from concur.runner.request import JobRequest, failed_result, run_request
-from concur.runner.slurm_queue import QUEUE_STATES_ALIVE, is_queued, queue_states
+from concur.runner.slurm_queue import QueueStates, is_alive, is_queued, queue_states
 from concur.runner.store import Store
 from concur.runner.worker import log_lines_to_stdout
 from concur.userfiles import load_toml
@@ -148,7 +148,8 @@ class SlurmExecutor:
     def submit(self, tasks: Sequence[Task]) -> tuple[list[Outcome], list[Submission]]:
         """Submit every task without a result that is not already queued; returns the finished outcomes and the submissions."""
         finished: list[Outcome] = []
-        alive = self._alive(self.submissions())
+        remembered = self.submissions()
+        alive = self._alive(remembered, self._queue_states(remembered))
         groups: dict[tuple[int, int, int, int], list[tuple[Task, Claim]]] = {}
         seen: set[str] = set()
         for task in tasks:
@@ -188,7 +189,8 @@ class SlurmExecutor:
         open_ = {submission.key: submission for submission in submissions}
         outcomes: list[Outcome] = []
         while open_:
-            for submission, result in self._collect(list(open_.values())):
+            pending = list(open_.values())
+            for submission, result in self._collect(pending, self._queue_states(pending)):
                 outcome = Outcome(by_key[submission.key].job, _state(result), ran=True, result=result)
                 outcomes.append(outcome)
                 del open_[submission.key]
@@ -204,8 +206,9 @@ class SlurmExecutor:
         Returns (jobs finished, jobs still queued). Safe to call any number of times, from any process.
         """
         submissions = self.submissions()
-        finished = self._collect(submissions)
-        return len(finished), len(self._alive(submissions))
+        states = self._queue_states(submissions)  # one answer for both counts, so they never disagree
+        finished = self._collect(submissions, states)
+        return len(finished), len(self._alive(submissions, states))
 
     def submissions(self) -> list[Submission]:
         """Every submission remembered in the ledger (the latest per job)."""
@@ -266,15 +269,15 @@ class SlurmExecutor:
         self.echo(f"submitted {len(group)} jobs as Slurm array {jobs[0].job_id.split('_')[0]} ({allocation})")
         return submissions
 
-    def _collect(self, submissions: Sequence[Submission]) -> list[tuple[Submission, dict[str, Any]]]:
-        """The submissions that ended, each with its indexed result (a failure written for one that left no result)."""
-        states = self._queue_states(submissions)
+    def _collect(self, submissions: Sequence[Submission], states: QueueStates) -> list[tuple[Submission, dict[str, Any]]]:
+        """The submissions that ended by Slurm's `states`, each with its indexed result (a failure written for one
+        that left no result)."""
         ended = []
         for submission in submissions:
             job_dir = JobDir(self.workspace.jobs_dir / submission.key)
             result = job_dir.result()
             state, reason = states.get(submission.slurm_id, ("", ""))
-            if result is None and state in QUEUE_STATES_ALIVE:
+            if result is None and is_alive(state):
                 if reason not in NEVER_STARTS:
                     continue
                 subprocess.run(["scancel", submission.slurm_id], capture_output=True, timeout=60)
@@ -321,12 +324,11 @@ class SlurmExecutor:
         finally:
             book.release(claim)
 
-    def _alive(self, submissions: Sequence[Submission]) -> dict[str, Submission]:
-        """The submissions still in Slurm's queue (pending, running, requeued)."""
-        states = self._queue_states(submissions)
-        return {s.key: s for s in submissions if states.get(s.slurm_id, ("", ""))[0] in QUEUE_STATES_ALIVE}
+    def _alive(self, submissions: Sequence[Submission], states: QueueStates) -> dict[str, Submission]:
+        """The submissions still in Slurm's queue by its `states` (pending, running, requeued, held, stopped)."""
+        return {s.key: s for s in submissions if is_alive(states.get(s.slurm_id, ("", ""))[0])}
 
-    def _queue_states(self, submissions: Sequence[Submission]) -> dict[str, tuple[str, str]]:
+    def _queue_states(self, submissions: Sequence[Submission]) -> QueueStates:
         return queue_states(s.slurm_id for s in submissions)
 
     def _remember(self, submission: Submission) -> None:

@@ -11,13 +11,19 @@ from concur.errors import ConcurError
 
 SQUEUE_TIMEOUT_SECONDS = 60
 LISTING_FRESH_SECONDS = 5.0  # a listing answers every claim check for this long: one squeue per status, not one per job
-# States of a job Slurm will still run (or runs now); any other state, or none, means it ended.
-QUEUE_STATES_ALIVE = frozenset({"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "REQUEUED", "RESIZING", "SUSPENDED", "STAGE_OUT"})
+# The base states of a job that has ended (https://slurm.schedmd.com/job_state_codes.html). squeue shows a set
+# flag in place of the base state (SIGNALING while a signal is on its way, STOPPED after SIGSTOP, REQUEUE_HOLD,
+# ...), so a listed job in any other state may still run; an unlisted one has ended (or was purged).
+QUEUE_STATES_ENDED = frozenset(
+    {"BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED", "REVOKED", "TIMEOUT"}
+)
 
-_listing: tuple[float, dict[str, tuple[str, str]]] | None = None
+QueueStates = dict[str, tuple[str, str]]  # Slurm job id -> (state, reason), as squeue lists them
+
+_listing: tuple[float, QueueStates] | None = None
 
 
-def queue_states(slurm_ids: Iterable[str]) -> dict[str, tuple[str, str]]:
+def queue_states(slurm_ids: Iterable[str]) -> QueueStates:
     """Slurm's (state, reason) of each job or array task it still knows (ended ones stay listed for MinJobAge).
 
     A fresh answer makes the listing `is_queued` keeps stale: a process that asks both (a status
@@ -42,11 +48,15 @@ def is_queued(slurm_id: str) -> bool | None:
             _listing = (time.monotonic(), _squeue([]))
         except ConcurError:
             return None
-    state = _listing[1].get(slurm_id)
-    return state is not None and state[0] in QUEUE_STATES_ALIVE
+    return is_alive(_listing[1].get(slurm_id, ("", ""))[0])
 
 
-def _squeue(selection: list[str]) -> dict[str, tuple[str, str]]:
+def is_alive(state: str) -> bool:
+    """Whether a job squeue lists in `state` ("" where it lists none) may still run or runs now."""
+    return bool(state) and state not in QUEUE_STATES_ENDED
+
+
+def _squeue(selection: list[str]) -> QueueStates:
     try:
         listing = subprocess.run(
             ["squeue", "-h", "-r", "-t", "all", "-o", "%i %T %r", *selection],
