@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -109,16 +110,70 @@ def test_speed_attention_times_every_backend_setting_the_device_has(tmp_path):
     assert rows["cudnn"][0] == rows["efficient"][0] == "unavailable:"
 
 
-def test_random_bert_base_has_bert_base_sizes_and_the_given_tokenizer(tmp_path, monkeypatch):
+def _load_script(monkeypatch, name: str):
+    """An analysis script imported as a module (its dataclasses look their module up in sys.modules)."""
     import importlib.util
 
+    monkeypatch.syspath_prepend(str(REPO / "analysis"))
+    spec = importlib.util.spec_from_file_location(name, REPO / "analysis" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_speed_readers_compare_reads_variants_rows_and_summarises_medians_and_ratios(monkeypatch):
+    compare = _load_script(monkeypatch, "speed_readers_compare")
+    variants = compare.parse_variants("76871c9:fp32, HEAD:bf16,.:auto")
+    assert [(v.revision, v.precision) for v in variants] == [("76871c9", "fp32"), ("HEAD", "bf16"), (".", "auto")]
+    for bad in ("HEAD", "HEAD:fp16", ":bf16", " , "):
+        with pytest.raises(SystemExit, match="REVISION:PRECISION"):
+            compare.parse_variants(bad)
+    output = "machine: x86_64, 2 CPU threads\napproach batch train q/s predict q/s params\nrasor 4 85.7 279.1 733,668\n"
+    assert compare.rates_from_output(output, "rasor") == (85.7, 279.1)
+    with pytest.raises(ValueError, match="no row for 'qanet'"):
+        compare.rates_from_output(output, "qanet")
+    runs = [
+        compare.Run(1, "rasor", "a", 20.0, 200.0), compare.Run(1, "rasor", "b", 80.0, 300.0),
+        compare.Run(2, "rasor", "a", 30.0, 220.0), compare.Run(2, "rasor", "b", 70.0, 280.0),
+        compare.Run(3, "rasor", "a", 16.0, 210.0), compare.Run(3, "rasor", "b", 90.0, 290.0),
+    ]  # fmt: skip
+    summary = compare.summarise(runs, ["a", "b"], ["rasor"])
+    assert summary["rasor"]["a"]["train"] == {"median": 20.0, "min": 16.0, "max": 30.0}
+    assert summary["rasor"]["b"]["predict"] == {"median": 290.0, "min": 280.0, "max": 300.0}
+    assert summary["rasor"]["b"]["train_ratio"] == 4.0 and summary["rasor"]["a"]["train_ratio"] == 1.0
+    assert compare.table(summary, ["a", "b"]).splitlines()[2] == "| rasor | 20.0 (16.0-30.0) | 80.0 (70.0-90.0) | 4.00x |"
+    relative = compare._absolute_paths(["--steps", "3", "--source-dir", "data", "--spacy-pipeline=pipe"])
+    assert relative[:3] == ["--steps", "3", "--source-dir"] and Path(relative[3]).is_absolute()
+    assert relative[4] == f"--spacy-pipeline={Path('pipe').resolve()}"
+
+
+@pytest.mark.slow
+def test_speed_readers_compare_measures_a_revision_and_this_tree_and_removes_its_worktree(tmp_path):
+    """HEAD in a temporary worktree against this tree, one round of a toy-sized rasor: both measured, JSON
+    written, and the worktree gone afterwards."""
+    import json
+
+    shared_file("mrqa/dev/SQuAD.jsonl.gz")
+    if subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True).returncode != 0:
+        pytest.skip("not a git checkout: no revision to check out")
+    before = subprocess.run(["git", "-C", str(REPO), "worktree", "list"], capture_output=True, text=True).stdout
+    out_file = tmp_path / "compare.json"
+    toy = ["--steps", "2", "--warmup-steps", "0", "--questions", "40"]
+    out = _script(tmp_path, "speed_readers_compare.py", "--variants", "HEAD:fp32,.:fp32", "--approaches", "rasor", "--rounds", "1",
+                  "--out", str(out_file), *toy)  # fmt: skip
+    report = json.loads(out_file.read_text())
+    assert [(run["variant"], run["round"]) for run in report["runs"]] == [("HEAD:fp32", 1), (".:fp32", 1)]
+    assert all(run["train_rate"] > 0 and run["predict_rate"] > 0 for run in report["runs"])
+    assert report["summary"]["rasor"]["HEAD:fp32"]["train_ratio"] == 1.0
+    assert "| rasor | " in out and "| train HEAD:fp32 | train .:fp32 | .:fp32 / HEAD:fp32 |" in out
+    assert subprocess.run(["git", "-C", str(REPO), "worktree", "list"], capture_output=True, text=True).stdout == before
+
+
+def test_random_bert_base_has_bert_base_sizes_and_the_given_tokenizer(tmp_path, monkeypatch):
     from transformers import AutoConfig, AutoTokenizer
 
-    monkeypatch.syspath_prepend(str(REPO / "analysis"))
-    spec = importlib.util.spec_from_file_location("speed_training", REPO / "analysis" / "speed_training.py")
-    speed_training = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "speed_training", speed_training)  # its dataclasses look their module up
-    spec.loader.exec_module(speed_training)
+    speed_training = _load_script(monkeypatch, "speed_training")
     weights = speed_training._shipped_weights()
     directory = speed_training._random_bert_base(weights, tmp_path / "bert", seed=0)
     config = AutoConfig.from_pretrained(directory)
