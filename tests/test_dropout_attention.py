@@ -7,7 +7,7 @@ import torch
 from torch import nn
 from transformers import BertConfig, BertForQuestionAnswering
 
-from concur.approaches.dropout import FastDropout, dropout, keep_mask, use_fast_dropout
+from concur.approaches.dropout import FastDropout, dropout, keep_mask, scaled_keep_mask, use_fast_dropout
 from concur.approaches.hf_span import attention
 
 
@@ -49,6 +49,17 @@ def test_a_scale_is_folded_into_the_mask_in_training_and_applied_alone_outside_i
     assert torch.equal(dropout(x, 0.0, training=True, scale=0.5), x * 0.5)
     under_autocast = dropout(x.detach().bfloat16(), 0.2, training=True)
     assert under_autocast.dtype == torch.bfloat16  # the mask takes the input's dtype
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64])
+def test_the_scaled_mask_written_as_bits_is_the_boolean_mask_converted_and_scaled(dtype):
+    for value in (1 / 0.9, 4.0 / 0.8 / 0.7, 2.0):
+        torch.manual_seed(11)
+        expected = keep_mask((6, 35), 0.3).to(dtype) * torch.tensor(value, dtype=dtype)
+        torch.manual_seed(11)
+        mask = scaled_keep_mask((6, 35), 0.3, value, dtype)
+        assert mask.dtype == dtype and mask.shape == (6, 35) and torch.equal(mask, expected)
+        assert set(mask.unique().tolist()) == {0.0, torch.tensor(value, dtype=dtype).item()}
 
 
 def tiny_bert(seed: int = 0, **config: float) -> BertForQuestionAnswering:

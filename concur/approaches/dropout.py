@@ -26,6 +26,8 @@ from torch import nn
 _LANE_VALUES = 2**32
 _INT32_MIN = -(2**31)
 _SEED_END = 2**62  # exclusive bound of the seed drawn from torch's generator
+_UNSIGNED = {2: np.uint16, 4: np.uint32, 8: np.uint64}  # by itemsize: the bits of a float mask
+_SIGNED = {2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
 def keep_mask(shape: torch.Size | tuple[int, ...], p: float) -> torch.Tensor:
@@ -37,6 +39,15 @@ def keep_mask(shape: torch.Size | tuple[int, ...], p: float) -> torch.Tensor:
     return torch.from_numpy(lanes >= threshold).view(shape)
 
 
+def scaled_keep_mask(shape: torch.Size | tuple[int, ...], p: float, value: float, dtype: torch.dtype) -> torch.Tensor:
+    """`keep_mask(shape, p).to(dtype) * value`, written in one NumPy pass as the bit pattern of `value` in `dtype`
+    (converting the boolean mask and scaling it in torch took 0.5 of a bf16 mask's 1.0 ms at 545k elements)."""
+    keep = keep_mask(shape, p).numpy()
+    bits = _UNSIGNED[dtype.itemsize]
+    pattern = torch.tensor(value, dtype=dtype).view(_SIGNED[dtype.itemsize]).item() % (1 << (8 * dtype.itemsize))
+    return torch.from_numpy(np.multiply(keep, bits(pattern), dtype=bits)).view(dtype)
+
+
 def dropout(x: torch.Tensor, p: float, training: bool, scale: float = 1.0) -> torch.Tensor:
     """`torch.nn.functional.dropout(x, p, training) * scale` (on the CPU from the bulk mask), in one product.
 
@@ -45,7 +56,7 @@ def dropout(x: torch.Tensor, p: float, training: bool, scale: float = 1.0) -> to
     """
     if training and 0.0 < p < 1.0 and x.device.type == "cpu":
         # autograd keeps the scaled mask (not x) for the backward pass, which multiplies by it again
-        return x * keep_mask(x.shape, p).to(x.dtype).mul_(scale / (1.0 - p))
+        return x * scaled_keep_mask(x.shape, p, scale / (1.0 - p), x.dtype)
     out = nn.functional.dropout(x, p, training)
     return out if scale == 1.0 else out * scale
 

@@ -62,9 +62,17 @@ def depthwise_over_time(conv: nn.Conv1d, x: torch.Tensor) -> torch.Tensor:
 
     x read as (B, C, 1, T) is a channels-last image, which oneDNN convolves as it is (half the time of
     `conv` over `x.transpose(1, 2)` and the copies on both sides of it on the CPU); the values are the same.
+    On the CPU it runs in fp32 even under bf16 autocast: oneDNN's bf16 depthwise convolution took 3.2 ms
+    forward and backward at 32 x 133 x 128 against 1.3 ms in fp32, and its input (a layer norm's output)
+    is fp32 already.
     """
     image = x.transpose(1, 2).unsqueeze(2)
-    out = F.conv2d(image, conv.weight.unsqueeze(2), padding=(0, conv.padding[0]), groups=conv.groups)
+    weight = conv.weight.unsqueeze(2)
+    if x.device.type == "cpu" and torch.is_autocast_enabled("cpu"):
+        with torch.autocast("cpu", enabled=False):
+            out = F.conv2d(image.float(), weight, padding=(0, conv.padding[0]), groups=conv.groups)
+    else:
+        out = F.conv2d(image, weight, padding=(0, conv.padding[0]), groups=conv.groups)
     return out.squeeze(2).transpose(1, 2)
 
 
