@@ -4,7 +4,8 @@ Run: `python analysis/speed_readers_compare.py --variants 76871c9:fp32,HEAD:fp32
 --approaches rasor,qanet [--rounds 2] [--out runs/bench/speed-readers.json] [speed_readers.py options]`.
 A variant is REVISION:PRECISION; REVISION is a git revision, checked out into a temporary
 worktree and removed afterwards, or `.` for this working tree as it is (uncommitted changes
-included). Each (round, reader, variant) is its own process running that revision's
+included); PRECISION `auto` passes no --precision (fp32 on the CPU), so it also runs revisions
+that predate the option, such as 76871c9. Each (round, reader, variant) is its own process running that revision's
 `analysis/speed_readers.py` with that revision's library, so every revision is measured by its
 own code; interleaving spreads the machine's drift over all variants alike, which separate
 runs, hours apart, do not (on the 2-core development machine one tree varied by 10-40% between
@@ -153,7 +154,8 @@ def _absolute_paths(options: list[str]) -> list[str]:
 
 
 def _measure(tree: Path, environment: dict[str, str], approach: str, precision: str, options: list[str]) -> tuple[float, float]:
-    command = [sys.executable, str(tree / "analysis" / "speed_readers.py"), "--approaches", approach, "--precision", precision, *options]
+    chosen = [] if precision == "auto" else ["--precision", precision]  # `auto` runs revisions older than --precision too
+    command = [sys.executable, str(tree / "analysis" / "speed_readers.py"), "--approaches", approach, *chosen, *options]
     ran = subprocess.run(command, capture_output=True, text=True, env=environment, cwd=tree)
     try:
         return rates_from_output(ran.stdout, approach)
