@@ -189,20 +189,26 @@ def _training_started(job_dir: Path) -> bool:
     return log.is_file() and "step " in log.read_text()
 
 
-@pytest.mark.parametrize("signal_name", ["TERM", "USR2"])
-def test_a_job_stopped_by_a_signal_is_left_interrupted_and_the_rerun_finishes_it(slurm, settled, tmp_path, tiny_registry, signal_name):
-    """SIGTERM (preemption without requeue, the time limit) and SIGUSR2 (submitit's warning before the time
-    limit) stop the job without a result and without a failure: the next run of the grid runs it again."""
-    _slow_approach(tiny_registry, "tiny-slow", 60.0)
-    runs = tmp_path / "runs"
-    args = ["run", "-a", "tiny-slow", "-b", "tiny-babi", *CPU, "--no-wait", "--source-dir", str(tmp_path / "data-root")]
-    assert _concur(runs, tiny_registry, *args).returncode == 0
+def _submitted_and_training(runs: Path, registry: Path, args: list[str]) -> tuple[dict, Path]:
+    """Submit a one-job grid of a slow tiny reader (`args`), wait until its Slurm job trains; its ledger entry and job dir."""
+    _slow_approach(registry, "tiny-slow", 60.0)
+    assert _concur(runs, registry, *args).returncode == 0
     (entry,) = _ledger(runs)
     job_dir = runs / "jobs" / entry["key"]
     deadline = time.monotonic() + WAIT_SECONDS
     while not _training_started(job_dir):
         assert time.monotonic() < deadline, "the job never started training"
         time.sleep(0.5)
+    return entry, job_dir
+
+
+@pytest.mark.parametrize("signal_name", ["TERM", "USR2"])
+def test_a_job_stopped_by_a_signal_is_left_interrupted_and_the_rerun_finishes_it(slurm, settled, tmp_path, tiny_registry, signal_name):
+    """SIGTERM (preemption without requeue, the time limit) and SIGUSR2 (submitit's warning before the time
+    limit) stop the job without a result and without a failure: the next run of the grid runs it again."""
+    runs = tmp_path / "runs"
+    args = ["run", "-a", "tiny-slow", "-b", "tiny-babi", *CPU, "--no-wait", "--source-dir", str(tmp_path / "data-root")]
+    entry, job_dir = _submitted_and_training(runs, tiny_registry, args)
     subprocess.run(["scancel", f"--signal={signal_name}", entry["slurm_id"]], check=True)
     status = settled(runs, tiny_registry)
     (job,) = status["jobs"]
@@ -236,16 +242,9 @@ def test_a_job_past_its_slurm_time_limit_is_left_interrupted_not_failed(slurm, s
 def test_a_job_stopped_with_sigstop_is_running_not_failed_and_finishes_once_continued(slurm, settled, concur, tmp_path, tiny_registry):
     """squeue lists a job stopped by SIGSTOP as STOPPED, a flag in place of RUNNING: it keeps its allocation
     and its claim, and once continued it finishes. Collecting it as ended would write a failure for a live job."""
-    _slow_approach(tiny_registry, "tiny-slow", 60.0)
     runs = tmp_path / "runs"
     args = ["run", "-a", "tiny-slow", "-b", "tiny-babi", *CPU, "--no-wait", "--source-dir", str(tmp_path / "data-root")]
-    assert _concur(runs, tiny_registry, *args).returncode == 0
-    (entry,) = _ledger(runs)
-    job_dir = runs / "jobs" / entry["key"]
-    deadline = time.monotonic() + WAIT_SECONDS
-    while not _training_started(job_dir):
-        assert time.monotonic() < deadline, "the job never started training"
-        time.sleep(0.5)
+    entry, job_dir = _submitted_and_training(runs, tiny_registry, args)
     subprocess.run(["scancel", "--signal=STOP", entry["slurm_id"]], check=True)
     _wait_for(entry["slurm_id"], "STOPPED")
     status = concur("--registry", str(tiny_registry), "--runs-dir", str(runs), "status", "--format", "json")
