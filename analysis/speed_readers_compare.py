@@ -160,7 +160,13 @@ def _measure(tree: Path, environment: dict[str, str], approach: str, precision: 
     try:
         return rates_from_output(ran.stdout, approach)
     except ValueError as error:
-        raise SystemExit(f"{error} ({tree}, exit {ran.returncode}): {ran.stderr.strip()[-600:]}") from error
+        raise SystemExit(f"{error} ({tree}, exit {ran.returncode}): {last_line(ran.stderr)}") from error
+
+
+def last_line(stderr: str) -> str:
+    """What a failed child said last: its error, without the traceback above it."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    return lines[-1] if lines else "(nothing on stderr)"
 
 
 def main() -> None:

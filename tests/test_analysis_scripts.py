@@ -143,6 +143,9 @@ def test_speed_readers_compare_reads_variants_rows_and_summarises_medians_and_ra
     assert summary["rasor"]["b"]["predict"] == {"median": 290.0, "min": 280.0, "max": 300.0}
     assert summary["rasor"]["b"]["train_ratio"] == 4.0 and summary["rasor"]["a"]["train_ratio"] == 1.0
     assert compare.table(summary, ["a", "b"]).splitlines()[2] == "| rasor | 20.0 (16.0-30.0) | 80.0 (70.0-90.0) | 4.00x |"
+    traceback = "Traceback (most recent call last):\n  File \"x.py\"\nconcur.errors.UnknownNameError: unknown approach 'rasorr'\n\n"
+    assert compare.last_line(traceback) == "concur.errors.UnknownNameError: unknown approach 'rasorr'"
+    assert compare.last_line("") == "(nothing on stderr)"
     relative = compare._absolute_paths(["--steps", "3", "--source-dir", "data", "--spacy-pipeline=pipe"])
     assert relative[:3] == ["--steps", "3", "--source-dir"] and Path(relative[3]).is_absolute()
     assert relative[4] == f"--spacy-pipeline={Path('pipe').resolve()}"

@@ -32,20 +32,24 @@ _SIGNED = {2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 def keep_mask(shape: torch.Size | tuple[int, ...], p: float) -> torch.Tensor:
     """A boolean CPU mask of `shape`, True with probability `1 - p` (to within 2^-32), seeded from torch's generator."""
-    n = math.prod(shape)
-    seed = int(torch.randint(_SEED_END, (1,)).item())
-    lanes = np.random.SFC64(seed).random_raw((n + 1) // 2).view(np.int32)[:n]
-    threshold = _INT32_MIN + round(p * _LANE_VALUES)
-    return torch.from_numpy(lanes >= threshold).view(shape)
+    return torch.from_numpy(_kept(shape, p))
 
 
 def scaled_keep_mask(shape: torch.Size | tuple[int, ...], p: float, value: float, dtype: torch.dtype) -> torch.Tensor:
     """`keep_mask(shape, p).to(dtype) * value`, written in one NumPy pass as the bit pattern of `value` in `dtype`
     (converting the boolean mask and scaling it in torch took 0.5 of a bf16 mask's 1.0 ms at 545k elements)."""
-    keep = keep_mask(shape, p).numpy()
     bits = _UNSIGNED[dtype.itemsize]
     pattern = torch.tensor(value, dtype=dtype).view(_SIGNED[dtype.itemsize]).item() % (1 << (8 * dtype.itemsize))
-    return torch.from_numpy(np.multiply(keep, bits(pattern), dtype=bits)).view(dtype)
+    return torch.from_numpy(np.multiply(_kept(shape, p), bits(pattern), dtype=bits)).view(dtype)
+
+
+def _kept(shape: torch.Size | tuple[int, ...], p: float) -> np.ndarray:
+    """The boolean keep mask as a NumPy array: SFC64 lanes at or above `p * 2^32`."""
+    n = math.prod(shape)
+    seed = int(torch.randint(_SEED_END, (1,)).item())
+    lanes = np.random.SFC64(seed).random_raw((n + 1) // 2).view(np.int32)[:n]
+    threshold = _INT32_MIN + round(p * _LANE_VALUES)
+    return (lanes >= threshold).reshape(tuple(shape))
 
 
 def dropout(x: torch.Tensor, p: float, training: bool, scale: float = 1.0) -> torch.Tensor:
