@@ -9,7 +9,8 @@ that predate the option, such as 76871c9. Each (round, reader, variant) is its o
 `analysis/speed_readers.py` with that revision's library, so every revision is measured by its
 own code; interleaving spreads the machine's drift over all variants alike, which separate
 runs, hours apart, do not (on the 2-core development machine one tree varied by 10-40% between
-rounds). Options it does not know (`--steps`, `--warmup-steps`, `--questions`, `--threads`,
+rounds), and each round starts one variant further along (`round_order`), so that no variant
+always runs first. Options it does not know (`--steps`, `--warmup-steps`, `--questions`, `--threads`,
 `--source-dir`) go to every speed_readers.py unchanged. Prints the median (min-max) of the
 training and prediction rates and each variant's ratio to the first; `--out` writes every run.
 """
@@ -66,6 +67,12 @@ def parse_variants(text: str) -> list[Variant]:
     if not variants:
         raise SystemExit("--variants: give at least one REVISION:PRECISION, e.g. HEAD:fp32")
     return variants
+
+
+def round_order(variants: Sequence[Variant], round_: int) -> list[Variant]:
+    """The variants in round `round_` (from 1), rotated by one each round: over len(variants) rounds each runs once in every position."""
+    shift = (round_ - 1) % len(variants)
+    return [*variants[shift:], *variants[:shift]]
 
 
 def rates_from_output(output: str, approach: str) -> tuple[float, float]:
@@ -185,7 +192,7 @@ def main() -> None:
         environments = {revision: _environment(tree) for revision, tree in trees.items()}
         for round_ in range(1, args.rounds + 1):
             for approach in approaches:
-                for variant in variants:
+                for variant in round_order(variants, round_):
                     tree = trees[variant.revision]
                     train, predict = _measure(tree, environments[variant.revision], approach, variant.precision, options)
                     runs.append(Run(round_, approach, variant.label, train, predict))

@@ -126,6 +126,8 @@ def test_speed_readers_compare_reads_variants_rows_and_summarises_medians_and_ra
     compare = _load_script(monkeypatch, "speed_readers_compare")
     variants = compare.parse_variants("76871c9:fp32, HEAD:bf16,.:auto")
     assert [(v.revision, v.precision) for v in variants] == [("76871c9", "fp32"), ("HEAD", "bf16"), (".", "auto")]
+    orders = [[v.revision for v in compare.round_order(variants, round_)] for round_ in (1, 2, 3, 4)]
+    assert orders == [["76871c9", "HEAD", "."], ["HEAD", ".", "76871c9"], [".", "76871c9", "HEAD"], ["76871c9", "HEAD", "."]]
     for bad in ("HEAD", "HEAD:fp16", ":bf16", " , "):
         with pytest.raises(SystemExit, match="REVISION:PRECISION"):
             compare.parse_variants(bad)
