@@ -30,13 +30,24 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]
 @pytest.fixture(scope="module")
 def slurm() -> None:
     """A Slurm that answers: the running one, or one started by .ci/slurm-up; skipped, with the reason, if neither."""
-    if shutil.which("sinfo") and subprocess.run(["sinfo", "-h"], capture_output=True, timeout=10).returncode == 0:
+    if _slurm_answers():
         return
     if os.geteuid() != 0:
         pytest.skip("Slurm is not running and starting it needs root (.ci/slurm-up)")
     started = subprocess.run(["bash", str(REPO / ".ci" / "slurm-up")], capture_output=True, text=True, timeout=600)
     if started.returncode != 0:
         pytest.skip(f"Slurm could not be started by .ci/slurm-up: {started.stderr.strip()[-500:]}")
+
+
+def _slurm_answers() -> bool:
+    """Whether sinfo answers. With its controller gone (daemons killed with their machine's session) sinfo
+    retries for tens of seconds instead of failing, so a timeout means no, and .ci/slurm-up restarts it."""
+    if not shutil.which("sinfo"):
+        return False
+    try:
+        return subprocess.run(["sinfo", "-h"], capture_output=True, timeout=10).returncode == 0
+    except subprocess.TimeoutExpired:
+        return False
 
 
 def _concur(runs: Path, registry: Path, *args: str) -> subprocess.CompletedProcess:
