@@ -24,26 +24,29 @@ import torch
 from concur.approaches.base import RunContext, build_approach
 from concur.approaches.precision import PRECISIONS
 from concur.approaches.reader.settings import with_spacy_pipeline
+from concur.data.model import Split
 from concur.data.mrqa import read_mrqa
 from concur.data.transforms import downsample
 from concur.registry.registry import default_registry
+from concur.registry.specs import ApproachSpec
 from concur.workspace import Workspace, data_roots
 
 SQUAD_DEV = "mrqa/dev/SQuAD.jsonl.gz"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_common_options(parser: argparse.ArgumentParser) -> None:
+    """The options this script shares with speed_step.py: which readers, where, how many questions, what numerics."""
     parser.add_argument("--approaches", default="", help="comma-separated approach ids (default: every non-pretrained one)")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
-    parser.add_argument("--steps", type=int, default=30, help="optimiser steps timed per approach")
-    parser.add_argument("--warmup-steps", type=int, default=10, help="untimed optimiser steps before each approach's timed run")
     parser.add_argument("--questions", type=int, default=2000)
     parser.add_argument("--precision", default="auto", choices=PRECISIONS, help="as `concur run --precision` (bf16: CPU autocast too)")
     parser.add_argument("--spacy-pipeline", default=None, help="spaCy pipeline (package or directory) for the with-features readers")
     parser.add_argument("--source-dir", type=Path, action="append", default=[])
-    args = parser.parse_args()
+
+
+def squad_sample(args: argparse.Namespace) -> Split:
+    """The seeded sample of `--questions` MRQA SQuAD dev questions both scripts measure on, with the machine line printed."""
     torch.set_num_threads(args.threads)
     path = next((root / SQUAD_DEV for root in data_roots(tuple(args.source_dir)) if (root / SQUAD_DEV).is_file()), None)
     if path is None:
@@ -53,14 +56,33 @@ def main() -> None:
     print(f"machine: {device}, {args.threads} CPU threads, torch {torch.__version__}, precision {args.precision}", end="; ")
     print(f"data: {data.n_questions} SQuAD dev questions")
     print(f"{'approach':24s} {'batch':>5s} {'train q/s':>10s} {'predict q/s':>12s} {'params':>11s}")
+    return data
+
+
+def reader_specs(args: argparse.Namespace) -> list[ApproachSpec]:
+    """The `--approaches` specs (every non-pretrained reader by default), with `--spacy-pipeline` applied."""
     registry = default_registry()
     if args.approaches:
         specs = [registry.approach(name) for name in args.approaches.split(",")]
     else:
         specs = [spec for spec in registry.approaches() if spec.family == "non-pretrained"]
+    return [with_spacy_pipeline(spec, args.spacy_pipeline) for spec in specs]
+
+
+def row(approach: str, batch: int, train_rate: float, predict_rate: float, parameters: int) -> str:
+    """One result line, the format speed_readers_compare.py reads back."""
+    return f"{approach:24s} {batch:5d} {train_rate:10.1f} {predict_rate:12.1f} {parameters:11,d}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_common_options(parser)
+    parser.add_argument("--steps", type=int, default=30, help="optimiser steps timed per approach")
+    parser.add_argument("--warmup-steps", type=int, default=10, help="untimed optimiser steps before each approach's timed run")
+    args = parser.parse_args()
+    data = squad_sample(args)
     cache_dir = Workspace.resolve().cache_dir
-    for spec in specs:
-        spec = with_spacy_pipeline(spec, args.spacy_pipeline)
+    for spec in reader_specs(args):
         batch = spec.hparams["batch_size"]
         context = RunContext(device=args.device, seed=0, log=lambda line: None, cache_dir=cache_dir, precision=args.precision)
         if args.warmup_steps:
@@ -76,7 +98,7 @@ def main() -> None:
         if args.device.startswith("cuda"):
             torch.cuda.synchronize()
         predict_rate = data.n_questions / (time.perf_counter() - started)
-        print(f"{spec.id:24s} {batch:5d} {train_rate:10.1f} {predict_rate:12.1f} {report.details['parameters']:11,d}", flush=True)
+        print(row(spec.id, batch, train_rate, predict_rate, report.details["parameters"]), flush=True)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,12 @@ rounds), and each round starts one variant further along (`round_order`), so tha
 always runs first. Options it does not know (`--steps`, `--warmup-steps`, `--questions`, `--threads`,
 `--source-dir`) go to every speed_readers.py unchanged. Prints the median (min-max) of the
 training and prediction rates and each variant's ratio to the first; `--out` writes every run.
+
+`--fixed-batches` times the model instead of the whole loop: every variant runs this tree's
+`analysis/speed_step.py` (fixed batches collated once, the same steps; its `--batches` and
+`--steps` pass through) with its revision's library, so a model change is measured without the
+data pipeline's share and spread, in a process of its own rather than A/B inside one process,
+where whichever code ran second gained about 9% (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 THIS_TREE = "."
 PRECISIONS = ("auto", "fp32", "bf16")  # speed_readers.py's --precision choices, in every revision since bf16 on the CPU
+FIXED_BATCH_SCRIPT = REPO / "analysis" / "speed_step.py"  # one script for every revision: the same batches and steps
 PATH_OPTIONS = ("--source-dir", "--spacy-pipeline")  # made absolute: the children run in their own trees
 
 
@@ -160,9 +167,11 @@ def _absolute_paths(options: list[str]) -> list[str]:
     return fixed
 
 
-def _measure(tree: Path, environment: dict[str, str], approach: str, precision: str, options: list[str]) -> tuple[float, float]:
+def _measure(
+    tree: Path, environment: dict[str, str], script: Path, approach: str, precision: str, options: list[str]
+) -> tuple[float, float]:
     chosen = [] if precision == "auto" else ["--precision", precision]  # `auto` runs revisions older than --precision too
-    command = [sys.executable, str(tree / "analysis" / "speed_readers.py"), "--approaches", approach, *chosen, *options]
+    command = [sys.executable, str(script), "--approaches", approach, *chosen, *options]
     ran = subprocess.run(command, capture_output=True, text=True, env=environment, cwd=tree)
     try:
         return rates_from_output(ran.stdout, approach)
@@ -182,6 +191,7 @@ def main() -> None:
     parser.add_argument("--approaches", required=True, help="comma-separated approach ids")
     parser.add_argument("--rounds", type=int, default=2, help="interleaved repetitions of every (reader, variant)")
     parser.add_argument("--out", type=Path, default=None, help="JSON file for every run, the summary and the machine")
+    parser.add_argument("--fixed-batches", action="store_true", help="time this tree's speed_step.py with each revision's library")
     args, options = parser.parse_known_args()
     variants = parse_variants(args.variants)
     approaches = [name for name in args.approaches.split(",") if name]
@@ -194,7 +204,8 @@ def main() -> None:
             for approach in approaches:
                 for variant in round_order(variants, round_):
                     tree = trees[variant.revision]
-                    train, predict = _measure(tree, environments[variant.revision], approach, variant.precision, options)
+                    script = FIXED_BATCH_SCRIPT if args.fixed_batches else tree / "analysis" / "speed_readers.py"
+                    train, predict = _measure(tree, environments[variant.revision], script, approach, variant.precision, options)
                     runs.append(Run(round_, approach, variant.label, train, predict))
                     rates = f"train {train:8.1f} q/s  predict {predict:8.1f} q/s"
                     print(f"round {round_}/{args.rounds} {approach:24s} {variant.label:20s} {rates}", flush=True)
@@ -204,7 +215,14 @@ def main() -> None:
     print(table(summary, labels))
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        record = {"machine": machine, "variants": labels, "options": options, "runs": [asdict(run) for run in runs], "summary": summary}
+        record = {
+            "machine": machine,
+            "variants": labels,
+            "fixed_batches": args.fixed_batches,
+            "options": options,
+            "runs": [asdict(run) for run in runs],
+            "summary": summary,
+        }
         args.out.write_text(json.dumps(record, indent=2) + "\n")
 
 

@@ -6,10 +6,12 @@ from RunContext, say) must fail here, not on the next person who measures speed.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.conftest import REPO, SHARED_DATA, shared_file
@@ -50,8 +52,6 @@ def test_readers_check_trains_and_scores_a_reader(tmp_path):
 @pytest.mark.slow
 def test_speed_training_runs_concur_and_both_trainer_settings_on_the_same_questions(tmp_path):
     """Each system trains one step's worth of windows; the JSON holds every run and concur's ratios."""
-    import json
-
     pytest.importorskip("accelerate", reason="transformers' Trainer needs accelerate (pip install 'concur[test]')")
     shared_file("mrqa/dev/SQuAD.jsonl.gz")
     out_file = tmp_path / "speed.json"
@@ -70,8 +70,6 @@ def test_speed_training_runs_concur_and_both_trainer_settings_on_the_same_questi
 
 @pytest.mark.slow
 def test_speed_training_shares_the_device_between_concurrent_jobs(tmp_path):
-    import json
-
     shared_file("mrqa/dev/SQuAD.jsonl.gz")
     out_file = tmp_path / "speed.json"
     out = _script(
@@ -157,8 +155,6 @@ def test_speed_readers_compare_reads_variants_rows_and_summarises_medians_and_ra
 def test_speed_readers_compare_measures_a_revision_and_this_tree_and_removes_its_worktree(tmp_path):
     """HEAD in a temporary worktree against this tree, one round of a toy-sized rasor: both measured, JSON
     written, and the worktree gone afterwards."""
-    import json
-
     shared_file("mrqa/dev/SQuAD.jsonl.gz")
     if subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True).returncode != 0:
         pytest.skip("not a git checkout: no revision to check out")
@@ -173,6 +169,31 @@ def test_speed_readers_compare_measures_a_revision_and_this_tree_and_removes_its
     assert report["summary"]["rasor"]["HEAD:fp32"]["train_ratio"] == 1.0
     assert "| rasor | " in out and "| train HEAD:fp32 | train .:fp32 | .:fp32 / HEAD:fp32 |" in out
     assert subprocess.run(["git", "-C", str(REPO), "worktree", "list"], capture_output=True, text=True).stdout == before
+
+
+def test_speed_step_picks_windows_of_neighbouring_lengths_at_even_quantiles(monkeypatch):
+    step = _load_script(monkeypatch, "speed_step")
+    lengths = np.array([5, 1, 4, 2, 3, 9, 8, 7, 6, 0])  # length order: examples 9, 1, 3, 4, 2, 0, 8, 7, 6, 5
+    windows = step.fixed_batch_indices(lengths, batch_size=2, batches=3)  # centres at ranks 1, 5 and 8
+    assert [w.tolist() for w in windows] == [[9, 1], [2, 0], [7, 6]]
+    assert [w.tolist() for w in step.fixed_batch_indices(lengths[:3], batch_size=4, batches=1)] == [[1, 2, 0]]  # fewer than a batch
+    assert step.median_ms(lambda: None, warmup=0, timed=3) >= 0
+
+
+@pytest.mark.slow
+def test_speed_step_times_a_reader_on_fixed_batches_and_the_comparison_runs_it(tmp_path):
+    shared_file("mrqa/dev/SQuAD.jsonl.gz")
+    toy = ["--approaches", "rasor", "--questions", "40", "--batches", "2", "--steps", "1", "--warmup-steps", "0", "--precision", "fp32"]
+    out = _script(tmp_path, "speed_step.py", *toy)
+    (row,) = [line.split() for line in out.splitlines() if line.startswith("rasor ")]
+    assert int(row[1]) == 4 and float(row[2]) > 0 and float(row[3]) > 0
+    batches = [line for line in out.splitlines() if line.startswith("  rasor batch 4x")]
+    assert len(batches) == 2 and all(" ms, prediction " in line for line in batches)
+    out_file = tmp_path / "compare.json"
+    _script(tmp_path, "speed_readers_compare.py", "--variants", ".:fp32", "--rounds", "1", "--fixed-batches", "--out", str(out_file),
+            *toy[:-2])  # fmt: skip
+    report = json.loads(out_file.read_text())
+    assert report["fixed_batches"] is True and len(report["runs"]) == 1 and report["runs"][0]["train_rate"] > 0
 
 
 def test_random_bert_base_has_bert_base_sizes_and_the_given_tokenizer(tmp_path, monkeypatch):
