@@ -25,6 +25,7 @@ from concur.approaches.reader.layers import (
     best_spans,
     distinct_rows,
     masked_softmax,
+    per_distinct_token,
     per_distinct_word,
     reverse_within,
     span_grid,
@@ -219,6 +220,21 @@ def test_passage_and_question_words_are_encoded_once_together_short_ones_in_a_na
     # four distinct words of 0, 1, 2 and 2 characters: a grid of 1 x 1 and one of 3 x 2 (6 cells + 1) beat 4 x 3
     assert calls == [[[0]], [[5, 0], [3, 4], [6, 6]]]
     assert c.tolist() == [[[7.0], [5.0], [0.0]]] and q.tolist() == [[[5.0], [7.0], [12.0]]]
+
+
+def test_tokens_are_encoded_once_per_distinct_word_id_and_spelling():
+    calls = []
+
+    def encode(ids, chars):
+        calls.append((ids.tolist(), chars.tolist()))
+        return (10 * ids + chars.sum(dim=1)).unsqueeze(1).float()
+
+    passage_ids, passage = torch.tensor([[2, 3, 0]]), torch.tensor([[[3, 4, 0], [5, 0, 0], [0, 0, 0]]])  # "ab", "c", padding
+    question_ids, question = torch.tensor([[3, 2, 1]]), torch.tensor([[[5, 0], [3, 4], [3, 4]]])  # "c", "ab", and "ab" as id 1
+    c, q = per_distinct_token([passage_ids, question_ids], [passage, question], encode)
+    # id 1 spelled "ab" is its own word; "ab" as id 2 and "c" as id 3 are each encoded once for both texts
+    assert calls == [([0, 1, 2, 3], [[0, 0, 0], [3, 4, 0], [3, 4, 0], [5, 0, 0]])]
+    assert c.tolist() == [[[27.0], [35.0], [0.0]]] and q.tolist() == [[[35.0], [27.0], [17.0]]]
 
 
 def test_split_by_length_cuts_the_short_words_grid_where_the_cells_are_fewest():

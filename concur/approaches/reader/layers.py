@@ -95,14 +95,40 @@ def per_distinct_word(texts: Sequence[torch.Tensor], encode: Callable[[torch.Ten
     and most question words are in the passage), and a character encoder's vector of a word depends
     on its characters only, not on the grid's width; the gradients of the repeats add up through the
     gather, as they would over separate copies. The distinct words are encoded in two groups, the
-    shorter ones in a narrower grid (`split_by_length`): most words are far shorter than the widest.
+    shorter ones in a narrower grid (`by_length`): most words are far shorter than the widest.
     """
     flat = [chars.reshape(-1, chars.shape[-1]) for chars in texts]
     width = max(rows.shape[1] for rows in flat)
     words, which = distinct_rows(torch.cat([F.pad(rows, (0, width - rows.shape[1])) for rows in flat]))
-    groups, rank = split_by_length(words)
-    vectors = torch.cat([encode(group) for group in groups])[rank[which]].split([rows.shape[0] for rows in flat])
-    return [part.reshape(*chars.shape[:-1], -1) for part, chars in zip(vectors, texts, strict=True)]
+    return _spread(by_length(encode)(words), which, texts)
+
+
+def per_distinct_token(
+    ids: Sequence[torch.Tensor], texts: Sequence[torch.Tensor], encode: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+) -> list[torch.Tensor]:
+    """(B, T, d) vectors of each text from its (B, T) word ids and (B, T, width) character ids; `encode` ((N,) ids, (N, width)
+    characters -> (N, d)) runs once per distinct (id, spelling) pair: what follows the embeddings of a word runs once per batch.
+    """
+    flat = [torch.cat([words.reshape(-1, 1), chars.reshape(-1, chars.shape[-1])], dim=1) for words, chars in zip(ids, texts, strict=True)]
+    width = max(rows.shape[1] for rows in flat)
+    tokens, which = distinct_rows(torch.cat([F.pad(rows, (0, width - rows.shape[1])) for rows in flat]))
+    return _spread(encode(tokens[:, 0], tokens[:, 1:]), which, texts)
+
+
+def _spread(vectors: torch.Tensor, which: torch.Tensor, texts: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """The rows `which` of `vectors`, cut back into one (B, T, d) tensor per (B, T, ...) text."""
+    parts = vectors[which].split([chars.shape[0] * chars.shape[1] for chars in texts])
+    return [part.reshape(*chars.shape[:2], -1) for part, chars in zip(parts, texts, strict=True)]
+
+
+def by_length(encode: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[torch.Tensor], torch.Tensor]:
+    """`encode` ((N, width) character ids -> (N, d)) applied to the two groups of `split_by_length`, its rows back in order."""
+
+    def grouped(words: torch.Tensor) -> torch.Tensor:
+        groups, rank = split_by_length(words)
+        return torch.cat([encode(group) for group in groups])[rank]
+
+    return grouped
 
 
 def split_by_length(words: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
