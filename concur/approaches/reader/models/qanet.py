@@ -15,6 +15,9 @@ Deviations and choices:
   word (its prose calls this a character-level CNN, and re-implementations convolve first). The
   character dropout (0.05) is applied to that vector, not to the character embeddings, as the
   shared CharCNN has no internal dropout.
+- The word and character dropout masks are drawn once per distinct word (word id and spelling) of
+  a batch, not once per occurrence, so that the embedding layer (character CNN, highway and the
+  projection to d) runs once per distinct word (`per_distinct_token`), as BiDAF's does.
 - Stochastic depth drops a whole sub-layer for the whole batch (Huang et al. 2016) and scales a
   surviving sub-layer by 1 / p_l during training, so inference uses every sub-layer unscaled; L
   counts the sub-layers of one stack (one pass of the model encoder), as common re-implementations do.
@@ -38,7 +41,7 @@ from concur.approaches.reader.batch import Batch
 from concur.approaches.reader.hparams.qanet import QANetHParams
 from concur.approaches.reader.inputs import ReaderInputs
 from concur.approaches.reader.key_masked_attention import key_masked_attention
-from concur.approaches.reader.layers import AttentionFlow, CharCNN, Highway, SpanLogits, WordEmbedding
+from concur.approaches.reader.layers import AttentionFlow, CharCNN, Highway, SpanLogits, WordEmbedding, by_length, per_distinct_token
 
 # §2.2 (4)-(5): the model encoder runs three times with shared weights; the output layer reads M0, M1 and M2.
 MODEL_ENCODER_PASSES = 3
@@ -184,15 +187,17 @@ class QANet(nn.Module):
         self.start_scorer = nn.Linear(2 * d, 1)
         self.end_scorer = nn.Linear(2 * d, 1)
 
-    def encode(self, words: torch.Tensor, characters: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        embedded = torch.cat([self.word_dropout(self.word_embedding(words)), self.char_dropout(characters)], dim=-1)
-        return self.embedding_encoder(self.embedding_projection(self.highway(embedded)), mask)
+    def embed(self, words: torch.Tensor, characters: torch.Tensor) -> torch.Tensor:
+        """(N, d) projected highway outputs of N words from their (N,) ids and (N, width) character ids."""
+        spelled = by_length(self.char_cnn.encode)(characters)
+        embedded = torch.cat([self.word_dropout(self.word_embedding(words)), self.char_dropout(spelled)], dim=-1)
+        return self.embedding_projection(self.highway(embedded))
 
     def forward(self, batch: Batch) -> SpanLogits:
         mask = batch.c_mask
-        c_chars, q_chars = self.char_cnn(batch.c_chars, batch.q_chars)
-        c = self.encode(batch.c_words, c_chars, mask)
-        q = self.encode(batch.q_words, q_chars, batch.q_mask)
+        c, q = per_distinct_token([batch.c_words, batch.q_words], [batch.c_chars, batch.q_chars], self.embed)
+        c = self.embedding_encoder(c, mask)
+        q = self.embedding_encoder(q, batch.q_mask)
         x = self.attention_projection(self.dropout(self.attention(c, q, mask, batch.q_mask)))
         passes = []
         for _ in range(MODEL_ENCODER_PASSES):
