@@ -27,6 +27,7 @@ from concur.approaches.reader.settings import with_spacy_pipeline
 from concur.data.model import Split
 from concur.data.mrqa import read_mrqa
 from concur.data.transforms import downsample
+from concur.errors import ConcurError
 from concur.registry.registry import default_registry
 from concur.registry.specs import ApproachSpec
 from concur.workspace import Workspace, data_roots
@@ -63,7 +64,10 @@ def reader_specs(args: argparse.Namespace) -> list[ApproachSpec]:
     """The `--approaches` specs (every non-pretrained reader by default), with `--spacy-pipeline` applied."""
     registry = default_registry()
     if args.approaches:
-        specs = [registry.approach(name) for name in args.approaches.split(",")]
+        try:
+            specs = [registry.approach(name) for name in args.approaches.split(",")]
+        except ConcurError as error:  # an unknown name: one line naming the closest one, no traceback
+            raise SystemExit(f"--approaches: {error}") from None
     else:
         specs = [spec for spec in registry.approaches() if spec.family == "non-pretrained"]
     return [with_spacy_pipeline(spec, args.spacy_pipeline) for spec in specs]
@@ -80,9 +84,10 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30, help="optimiser steps timed per approach")
     parser.add_argument("--warmup-steps", type=int, default=10, help="untimed optimiser steps before each approach's timed run")
     args = parser.parse_args()
+    specs = reader_specs(args)
     data = squad_sample(args)
     cache_dir = Workspace.resolve().cache_dir
-    for spec in reader_specs(args):
+    for spec in specs:
         batch = spec.hparams["batch_size"]
         context = RunContext(device=args.device, seed=0, log=lambda line: None, cache_dir=cache_dir, precision=args.precision)
         if args.warmup_steps:

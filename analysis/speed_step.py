@@ -141,9 +141,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.batches < 1 or args.steps < 1 or args.warmup_steps < 0:
         parser.error("--batches and --steps must be at least 1, --warmup-steps at least 0")
+    specs = reader_specs(args)
     data = squad_sample(args)
     details = []
-    for spec in reader_specs(args):
+    for spec in specs:
         result, lines = measure_reader(spec, data, args)
         print(result, flush=True)
         details += lines

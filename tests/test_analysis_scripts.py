@@ -196,6 +196,16 @@ def test_speed_step_times_a_reader_on_fixed_batches_and_the_comparison_runs_it(t
     assert report["fixed_batches"] is True and len(report["runs"]) == 1 and report["runs"][0]["train_rate"] > 0
 
 
+@pytest.mark.parametrize("script", ["speed_step.py", "speed_readers.py"])
+def test_speed_scripts_name_an_unknown_reader_in_one_line_before_any_work(tmp_path, script):
+    ran = subprocess.run(
+        [sys.executable, str(REPO / "analysis" / script), "--approaches", "bidaff", "--source-dir", str(tmp_path / "nothing")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert ran.returncode == 1 and "Traceback" not in ran.stderr and ran.stdout == ""
+    assert ran.stderr.strip() == "--approaches: unknown approach 'bidaff'; did you mean 'bidaf'?"
+
+
 def test_random_bert_base_has_bert_base_sizes_and_the_given_tokenizer(tmp_path, monkeypatch):
     from transformers import AutoConfig, AutoTokenizer
 
