@@ -97,9 +97,7 @@ def per_distinct_word(texts: Sequence[torch.Tensor], encode: Callable[[torch.Ten
     gather, as they would over separate copies. The distinct words are encoded in two groups, the
     shorter ones in a narrower grid (`by_length`): most words are far shorter than the widest.
     """
-    flat = [chars.reshape(-1, chars.shape[-1]) for chars in texts]
-    width = max(rows.shape[1] for rows in flat)
-    words, which = distinct_rows(torch.cat([F.pad(rows, (0, width - rows.shape[1])) for rows in flat]))
+    words, which = _distinct_padded([chars.reshape(-1, chars.shape[-1]) for chars in texts])
     return _spread(by_length(encode)(words), which, texts)
 
 
@@ -110,9 +108,14 @@ def per_distinct_token(
     characters -> (N, d)) runs once per distinct (id, spelling) pair: what follows the embeddings of a word runs once per batch.
     """
     flat = [torch.cat([words.reshape(-1, 1), chars.reshape(-1, chars.shape[-1])], dim=1) for words, chars in zip(ids, texts, strict=True)]
-    width = max(rows.shape[1] for rows in flat)
-    tokens, which = distinct_rows(torch.cat([F.pad(rows, (0, width - rows.shape[1])) for rows in flat]))
+    tokens, which = _distinct_padded(flat)
     return _spread(encode(tokens[:, 0], tokens[:, 1:]), which, texts)
+
+
+def _distinct_padded(flat: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """`distinct_rows` of 2-D id tensors of different widths, each padded with zeros to the widest."""
+    width = max(rows.shape[1] for rows in flat)
+    return distinct_rows(torch.cat([F.pad(rows, (0, width - rows.shape[1])) for rows in flat]))
 
 
 def _spread(vectors: torch.Tensor, which: torch.Tensor, texts: Sequence[torch.Tensor]) -> list[torch.Tensor]:
