@@ -226,3 +226,39 @@ def test_speed_training_names_a_bad_sharing_list_before_any_work(tmp_path):
     assert ran.returncode == 2 and "Traceback" not in ran.stderr
     assert "argument --sharing: expected comma-separated job counts of at least 2, e.g. 2,4; got '2,x'" in ran.stderr
     assert not (tmp_path / "out.json").exists()
+
+
+def test_speed_study_moves_every_seed_up_by_one_and_names_the_study_apart(tmp_path):
+    sys.path.insert(0, str(REPO / "analysis"))
+    try:
+        from speed_study import next_seeds
+    finally:
+        sys.path.remove(str(REPO / "analysis"))
+    text = 'name = "grid"\ndescription = "seeds = [9]"\nseeds = [0, 2]\n[budget]\nseed = 0\n'
+    assert next_seeds(text, Path("grid.toml")) == 'name = "grid-next"\ndescription = "seeds = [9]"\nseeds = [1, 3]\n[budget]\nseed = 0\n'
+    with pytest.raises(SystemExit, match=r"grid.toml: needs a `seeds = \[...\]` line"):
+        next_seeds('name = "grid"\n', Path("grid.toml"))
+
+
+@pytest.mark.slow
+def test_speed_study_times_a_study_then_plans_and_times_its_next_seeds(tmp_path, tiny_registry):
+    study = tmp_path / "one.toml"
+    study.write_text('name = "one"\napproaches = ["tiny-reader"]\nbenches = ["tiny-babi"]\nseeds = [0]\n')
+    out = tmp_path / "out"
+    ran = subprocess.run(
+        [sys.executable, str(REPO / "analysis" / "speed_study.py"), str(study), "--out-dir", str(out), "--registry", str(tiny_registry),
+         "--source-dir", str(tmp_path / "data-root"), "--threads", "1"],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr + ran.stdout
+    result = json.loads((out / "speed-study.json").read_text())
+    first, second = result["runs"]
+    assert (first["study"], first["jobs"], second["study"], second["jobs"]) == ("one", 1, "one-next", 1)
+    assert first["gpu_busy_percent"] is None and first["jobs_per_hour"] == pytest.approx(3600 / first["wall_seconds"])
+    assert result["parallel"] == 1 and result["plan_estimate_seconds"] > 0
+    assert result["plan_over_actual"] == pytest.approx(result["plan_estimate_seconds"] / second["wall_seconds"])
+    assert 'seeds = [1]' in (out / "one-next.toml").read_text()
+    assert "tiny-reader on tiny-babi (hparams 0, seed 1) on cpu (1 threads" in (out / "second.log").read_text()
+    again = subprocess.run([sys.executable, str(REPO / "analysis" / "speed_study.py"), str(study), "--out-dir", str(out)],
+                           capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
+    assert again.returncode == 1 and "exists: the first run must measure every job, so give a new --out-dir" in again.stderr

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import subprocess
 import sys
 import time
 
 import pytest
 
 from concur.runner import forked
+from concur.runner import zygote as zygote_module
 from concur.runner.forked import Zygote, ZygoteError
 from concur.runner.store import Store
 from concur.runner.worker import DRIVER_PID_ENV
@@ -107,6 +110,67 @@ def test_a_zygote_that_does_not_answer_in_time_is_killed_and_its_late_answer_is_
     while zygote.process is first and time.monotonic() < deadline:  # the reader sees it gone
         time.sleep(0.01)
     assert zygote.process is None and zygote.forked == []
+
+
+class _CudaInitialisedZygote(Zygote):
+    """The real zygote, as it would be had it initialised CUDA: its driver is libc, which cannot say it has not."""
+
+    command = (
+        sys.executable,
+        "-c",
+        "import sys; from concur.runner import zygote; zygote.CUDA_DRIVER = 'libc.so'; sys.exit(zygote.main())",
+    )
+
+
+def test_a_zygote_that_initialised_cuda_refuses_gpu_workers_and_still_forks_cpu_workers(tmp_path):
+    zygote = _CudaInitialisedZygote(os.environ)
+    try:
+        with pytest.raises(ZygoteError, match="has initialised the CUDA driver, which a forked GPU worker cannot use"):
+            _fork(zygote, tmp_path, "gpu", CUDA_VISIBLE_DEVICES="0")
+        worker, output = _fork(zygote, tmp_path, "cpu", CUDA_VISIBLE_DEVICES="")  # the pool hides every GPU from CPU workers
+        assert worker.wait() == 1 and "cpu.json" in output.read_text()  # forked: fails on its missing request file
+        assert zygote.refused == [] and not (tmp_path / "gpu.out").exists()
+    finally:
+        zygote.close()
+
+
+def _fake_driver(tmp_path, name: str, body: str):
+    """A shared library at tmp_path/name built from C `body`, listed in a memory map as a process would list it."""
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is not installed: the fake CUDA drivers cannot be built")
+    source = tmp_path / f"{name}.c"
+    source.write_text(body)
+    library = tmp_path / name
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
+    maps = tmp_path / f"{name}.maps"
+    maps.write_text(
+        "7f00-7f10 r-xp 0 08:01 12 /usr/local/cuda/lib64/libcudart.so.13\n"
+        f"7f20-7f30 r--p 0 08:01 13 {library}\n7f30-7f40 r-xp 1000 08:01 13 {library}\n"
+    )
+    return maps
+
+
+@pytest.mark.parametrize(
+    ("status", "initialised"),
+    [(3, False), (0, True), (100, True)],  # CUDA_ERROR_NOT_INITIALIZED; CUDA_SUCCESS; CUDA_ERROR_NO_DEVICE (after cuInit)
+)
+def test_cuda_counts_as_initialised_unless_its_driver_says_it_is_not(tmp_path, status, initialised):
+    body = f"int cuDeviceGetCount(int *count) {{ *count = 1; return {status}; }}\n"
+    maps = _fake_driver(tmp_path, f"libcuda.so.580.{status}", body)  # a name per status: a process keeps what it loaded
+    assert zygote_module.cuda_initialised(maps) is initialised
+    refusal = zygote_module.refusal_for({"CUDA_VISIBLE_DEVICES": "1"}, maps)
+    assert (refusal is not None) is initialised
+    assert zygote_module.refusal_for({"CUDA_VISIBLE_DEVICES": ""}, maps) is None  # a CPU worker never uses it
+    assert zygote_module.refusal_for({}, maps) is None
+
+
+def test_cuda_is_not_initialised_where_its_driver_was_never_loaded_and_is_where_nothing_can_tell(tmp_path):
+    maps = tmp_path / "maps"
+    maps.write_text("7f00-7f10 r-xp 0 08:01 12 /usr/local/cuda/lib64/libcudart.so.13\n")  # the runtime alone
+    assert zygote_module.cuda_initialised(maps) is False
+    assert zygote_module.cuda_initialised(tmp_path / "unreadable") is True
+    no_symbol = _fake_driver(tmp_path, "libcuda.so.1", "int something_else(void) { return 0; }\n")
+    assert zygote_module.cuda_initialised(no_symbol) is True
 
 
 def _run_tiny_grid(concur, tmp_path, tiny_registry, seeds: int):

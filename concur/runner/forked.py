@@ -5,7 +5,8 @@ stops as it would a subprocess: `pid` (the leader of the worker's own session), 
 `wait()`. A thread reads the zygote's reports. If the zygote dies, its workers die with it
 (their parent-death signal); they are reported killed, and the next `fork` starts a new zygote.
 A zygote that does not answer a fork in time is killed, so that a late answer is never taken
-for a later request's worker; the pool then starts new processes instead (`ZygoteError`).
+for a later request's worker; the pool then starts new processes instead (`ZygoteError`), as it
+does when the zygote refuses a worker (a GPU worker, where the zygote has loaded CUDA's driver).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ class Zygote:
         self.changed = threading.Condition()
         self.codes: dict[int, int] = {}  # exited workers
         self.forked: list[int] = []  # pids the zygote answered with, in order, not yet taken by `fork`
+        self.refused: list[str] = []  # the zygote's reasons for not forking, likewise
         self.alive: set[int] = set()  # workers of the zygote process now running
         self.forking = threading.Lock()  # one request at a time: answers come in the order of requests
 
@@ -71,9 +73,11 @@ class Zygote:
             except OSError as error:  # it died since the check above
                 raise ZygoteError(f"the worker zygote died before it forked the worker ({error})") from error
             with self.changed:
-                if not self.changed.wait_for(lambda: self.forked or self.process is not process, ANSWER_SECONDS):
+                if not self.changed.wait_for(lambda: self.forked or self.refused or self.process is not process, ANSWER_SECONDS):
                     process.kill()  # broken; its workers die with it, and its late answer is not taken
                     raise ZygoteError(f"the worker zygote did not fork within {ANSWER_SECONDS:.0f} s")
+                if self.refused:
+                    raise ZygoteError(self.refused.pop(0))
                 if not self.forked:
                     raise ZygoteError("the worker zygote died before it forked the worker")
                 return ForkedWorker(self, self.forked.pop(0))
@@ -113,6 +117,8 @@ class Zygote:
                 if "pid" in report:
                     self.forked.append(report["pid"])
                     self.alive.add(report["pid"])
+                elif "refused" in report:
+                    self.refused.append(report["refused"])
                 else:
                     self.alive.discard(report["exited"])
                     self.codes[report["exited"]] = report["code"]
@@ -123,6 +129,7 @@ class Zygote:
                 self.codes[pid] = -signal.SIGKILL
             self.alive.clear()
             self.forked.clear()  # answers no fork took: those workers died too
+            self.refused.clear()
             if self.process is process:
                 self.process = None
             self.changed.notify_all()

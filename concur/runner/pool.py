@@ -71,6 +71,18 @@ class PoolSettings:
     time_limit_seconds: float | None = None  # overrides every spec's resources.time_limit_hours
 
 
+def worker_threads(settings: PoolSettings, spec: ApproachSpec, on_gpu: bool, cores: int) -> int:
+    """CPU threads of a worker: as given, else an equal share of the cores on the CPU; on a GPU, the
+    spec's cpus within the share of a job that may run beside as many others as the GPUs take
+    (small jobs: `jobs_per_gpu` per GPU), so that packed jobs do not oversubscribe the cores."""
+    if settings.options.threads:
+        return settings.options.threads
+    if not on_gpu:
+        return max(1, cores // settings.cpu_workers)
+    sharing = len(settings.gpus) * (settings.jobs_per_gpu if spec.resources.small else 1)
+    return max(1, min(spec.resources.cpus, cores // sharing))
+
+
 @dataclass
 class _Todo:
     task: Task
@@ -120,7 +132,7 @@ class LocalPool:
         self._running: dict[str, _Running] = {}
         self._outcomes: dict[str, Outcome] = {}
         self._heartbeat = Heartbeat(self.claims)
-        self._zygote: Zygote | None = None  # forks the CPU workers of a grid; other workers are new processes
+        self._zygote: Zygote | None = None  # forks the workers of a grid; a single job's worker is a new process
 
     def run(self, tasks: Sequence[Task], progress: Any = None) -> list[Outcome]:
         """Run every task that has no result yet (longest first); `progress` is told of each change.
@@ -146,8 +158,8 @@ class LocalPool:
             todo.append(_Todo(task, []))
         todo.sort(key=lambda item: -item.task.estimate_seconds)
         self.requests_dir.mkdir(parents=True, exist_ok=True)
-        if not self.stream_output and not self.settings.gpus and sys.platform.startswith("linux"):
-            self._zygote = Zygote(os.environ)  # CPU workers only: see concur.runner.zygote
+        if not self.stream_output and sys.platform.startswith("linux"):
+            self._zygote = Zygote(os.environ)  # GPU workers too, while it has not initialised CUDA: see concur.runner.zygote
         try:
             with Heartbeat(self.claims) as self._heartbeat, _terminate_as_interrupt():
                 while todo or self._running:
@@ -260,13 +272,7 @@ class LocalPool:
             return None
 
     def _threads(self, task: Task, gpu: Gpu | None) -> int:
-        """CPU threads of a worker: as given, else the spec's cores on a GPU, else an equal share of the cores."""
-        cores = usable_cores()
-        if self.settings.options.threads:
-            return self.settings.options.threads
-        if gpu is not None:
-            return max(1, min(task.spec.resources.cpus, cores))
-        return max(1, cores // self.settings.cpu_workers)
+        return worker_threads(self.settings, task.spec, gpu is not None, usable_cores())
 
     def _poll(self, todo: list[_Todo], progress: Any) -> None:
         for key, running in list(self._running.items()):

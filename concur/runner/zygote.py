@@ -6,27 +6,33 @@ torch and transformers' model code (4.7 s for an hf-span job, 1.5 s for a reader
 local pool starts one zygote per grid run on CPUs, with the driver's environment; the zygote imports
 those modules once, then forks a worker per job. Each child leads its own session (so a time
 limit kills everything it started), takes the job's environment and output file, and runs
-`concur.runner.worker` exactly as a new process would. Workers on GPUs are still started as new
-processes: CUDA cannot be used in a child forked after CUDA was initialised, and torch caches
-what it learnt of the devices (their count under the parent's CUDA_VISIBLE_DEVICES), so a
-zygote for GPU workers would need checking on GPU machines first.
+`concur.runner.worker` exactly as a new process would. Workers on GPUs are forked too, each
+initialising CUDA itself under its own CUDA_VISIBLE_DEVICES. That holds only while the zygote
+has not initialised CUDA's driver: a child forked after that cannot use CUDA, and the driver also
+fixes the device count it saw. Importing torch and transformers does not initialise it; should
+something ever do so, the zygote refuses every GPU worker (`cuda_initialised`), and the pool
+starts those as new processes.
 
 Protocol, one JSON object per line. The driver writes `{"request": PATH, "output": PATH, "env":
 {...}}` to the zygote's stdin; the zygote answers `{"pid": PID}` once the child is forked, and
 `{"exited": PID, "code": CODE}` when a child ends (CODE as subprocess reports it: the exit
-status, or minus the signal that killed it). The zygote dies with the driver (Linux's parent-death
+status, or minus the signal that killed it). A worker it will not fork is answered
+`{"refused": REASON}`. The zygote dies with the driver (Linux's parent-death
 signal) and leaves when its stdin closes; its children die with it the same way.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import importlib
 import json
 import os
 import select
 import sys
 import traceback
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from concur.runner.worker import DRIVER_PID_ENV, die_with_parent
@@ -34,6 +40,8 @@ from concur.runner.worker import DRIVER_PID_ENV, die_with_parent
 # What every job imports before it starts, heaviest first: imported here once, shared by every fork.
 PRELOAD = ("torch", "transformers", "transformers.modeling_utils", "concur.runner.request")
 REAP_SECONDS = 0.1  # how often exited children are looked for between requests
+CUDA_DRIVER = "libcuda.so"  # the CUDA driver library's file name, before its version
+CUDA_ERROR_NOT_INITIALIZED = 3  # the driver API's answer before cuInit
 
 
 def main() -> int:
@@ -55,14 +63,50 @@ def main() -> int:
             return 0
         *lines, pending = (pending + chunk).split(b"\n")
         for line in lines:
+            order = json.loads(line)
+            refusal = refusal_for(order["env"])
+            if refusal is not None:
+                _send(protocol, {"refused": refusal})
+                continue
             sys.stdout.flush()
             sys.stderr.flush()
             pid = os.fork()
             if pid == 0:
                 protocol.close()
-                os._exit(_run_child(json.loads(line)))
+                os._exit(_run_child(order))
             running.add(pid)
             _send(protocol, {"pid": pid})
+
+
+def refusal_for(environment: Mapping[str, str], maps: Path = Path("/proc/self/maps")) -> str | None:
+    """Why a worker with `environment` cannot be forked from this process, or None: a worker
+    that may use a GPU cannot inherit a CUDA driver already initialised here."""
+    if not environment.get("CUDA_VISIBLE_DEVICES"):
+        return None  # a CPU worker: the pool hides every GPU from it
+    if cuda_initialised(maps):
+        return "the worker zygote has initialised the CUDA driver, which a forked GPU worker cannot use"
+    return None
+
+
+def cuda_initialised(maps: Path = Path("/proc/self/maps")) -> bool:
+    """Whether this process has initialised CUDA's driver (`maps`: its memory map).
+
+    Importing torch can load the driver library without initialising it (seen with torch
+    2.11+cu130); until cuInit, the driver answers cuDeviceGetCount with CUDA_ERROR_NOT_INITIALIZED,
+    and asking does not initialise it. Whatever cannot be read or asked counts as initialised.
+    """
+    try:
+        lines = maps.read_text().splitlines()
+    except OSError:
+        return True
+    loaded = sorted({line.split()[-1] for line in lines if line.rsplit("/", 1)[-1].startswith(CUDA_DRIVER)})
+    if not loaded:
+        return False  # never loaded, so never initialised
+    try:
+        count = ctypes.c_int()
+        return ctypes.CDLL(loaded[0]).cuDeviceGetCount(ctypes.byref(count)) != CUDA_ERROR_NOT_INITIALIZED
+    except (OSError, AttributeError):  # not a CUDA driver after all
+        return True
 
 
 def _reap(running: set[int], protocol: Any) -> None:
