@@ -212,3 +212,31 @@ def test_a_cpu_grid_forks_its_workers_from_one_zygote(concur, tmp_path, tiny_reg
     monkeypatch.setattr(Zygote, "_start", counted_start)
     _run_tiny_grid(concur, tmp_path, tiny_registry, seeds=3)
     assert len(forks) == 3 and len(set(forks)) == 3 and starts == [1]
+
+
+GPU_CHILD = """
+import importlib, os, sys
+from concur.runner import zygote
+for module in zygote.PRELOAD:
+    importlib.import_module(module)
+assert zygote.refusal_for({"CUDA_VISIBLE_DEVICES": "0"}) is None, "the zygote's imports initialised CUDA"
+pid = os.fork()
+if pid == 0:
+    import torch
+    a = torch.ones(256, 256, device="cuda")
+    os._exit(0 if (a @ a).sum().item() == 256**3 else 1)
+assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0, "the forked child could not use CUDA"
+import torch
+torch.cuda.init()
+assert zygote.refusal_for({"CUDA_VISIBLE_DEVICES": "0"}) is not None, "CUDA initialised, yet not refused"
+print("ok")
+"""
+
+
+def test_a_gpu_worker_forked_after_the_zygotes_imports_uses_cuda():
+    """On a CUDA machine (seen passing on an H100, torch 2.11+cu130, where importing torch maps the driver library)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU here: forking GPU workers is checked on GPU machines")
+    ran = subprocess.run([sys.executable, "-c", GPU_CHILD], capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0 and ran.stdout.strip() == "ok", ran.stderr
