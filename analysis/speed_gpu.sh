@@ -11,6 +11,8 @@
 #                                    then 2 and 4 concur jobs sharing the GPU
 #   readers.txt                      every reader that needs no spaCy (speed_readers.py)
 #   parity-minilm-seedN.json         EM of concur and Trainer's fast settings, MiniLM, all of squad-dev-carved, 1 epoch
+#   study/speed-study.json           the quick-start study on the GPU: jobs/hour, GPU busy time, then its next seed
+#                                    planned and timed (speed_study.py; needs the quick start's sources in DATA_DIR)
 #   gpu-utilisation.csv              nvidia-smi every 500 ms throughout
 # docs/performance.md shows the results.
 set -euo pipefail
@@ -30,3 +32,4 @@ for seed in ${SEEDS:-0 1 2}; do
     python3 "$here/speed_training.py" --device cuda --source-dir "$data" --model-path "$minilm" --systems concur,trainer-fast \
         --train-questions 8414 --test-questions 2093 --seed "$seed" --out "$out/parity-minilm-seed$seed.json"
 done
+python3 "$here/speed_study.py" "$here/studies/quickstart.toml" --device cuda --source-dir "$data" --out-dir "$out/study" | tee "$out/study.txt"
