@@ -257,7 +257,7 @@ def test_speed_study_times_a_study_then_plans_and_times_its_next_seeds(tmp_path,
     assert first["gpu_busy_percent"] is None and first["jobs_per_hour"] == pytest.approx(3600 / first["wall_seconds"])
     assert result["parallel"] == 1 and result["plan_estimate_seconds"] > 0
     assert result["plan_over_actual"] == pytest.approx(result["plan_estimate_seconds"] / second["wall_seconds"])
-    assert 'seeds = [1]' in (out / "one-next.toml").read_text()
+    assert "seeds = [1]" in (out / "one-next.toml").read_text()
     assert "tiny-reader on tiny-babi (hparams 0, seed 1) on cpu (1 threads" in (out / "second.log").read_text()
     again = subprocess.run([sys.executable, str(REPO / "analysis" / "speed_study.py"), str(study), "--out-dir", str(out)],
                            capture_output=True, text=True, cwd=tmp_path)  # fmt: skip

@@ -33,6 +33,13 @@ def test_a_throughput_splits_a_job_into_its_fixed_part_training_and_prediction()
     assert speed.estimate(examples=2000, test_questions=500) == pytest.approx(20 + 0.2 * 2000 + 0.1 * 500)
 
 
+def test_the_fixed_part_includes_the_workers_start_before_the_jobs_clock():
+    # 2 devices: 20 device-s inside the job's clock, plus 4 s before it (a new process importing torch) x 2 devices
+    speed = throughputs([{**row(), "startup_seconds": 4.0}])["a"]
+    assert speed.fixed_seconds == pytest.approx(28.0) and speed.seconds_per_example == pytest.approx(0.2)
+    assert throughputs([{**row(), "startup_seconds": None}])["a"].fixed_seconds == pytest.approx(20.0)  # not measured: nothing added
+
+
 def test_each_part_is_the_median_over_finished_jobs_and_failures_do_not_count():
     rows = [row(), row(device=160.0, wall=80.0, fit=60.0, trained=300), row(device=10_000.0, status="failed")]
     rows.append(row(device=40.0, wall=40.0, fit=20.0, evaluated=10.0, tested=100, trained=100, epochs=2.0))  # 1 device, 200 examples

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from concur.runner.execute import RunOptions, execute_job
+from concur.runner.execute import RunOptions, execute_job, process_age_seconds
 from concur.runner.jobdir import JobDir, JobState
 from concur.runner.jobs import make_job
 from concur.runner.store import Store
@@ -194,8 +194,11 @@ def test_a_nan_loss_fails_the_job_with_its_step(tmp_path, tiny_registry, monkeyp
 def test_every_result_is_accounted(tmp_path, tiny_registry):
     spec, bench, workspace, store = _setup(tmp_path, tiny_registry)
     job = make_job(spec, bench, seed=0)
+    age, clock = process_age_seconds(), time.perf_counter()
     result = execute_job(job, spec, bench, workspace, RunOptions(device="cpu", threads=2), echo=lambda line: None)
     accounting = result["accounting"]
+    # this process's age when the job's clock started
+    assert age - 0.02 <= accounting["startup_seconds"] <= age + (time.perf_counter() - clock) + 0.02
     assert accounting["device_kind"] == "cpu" and accounting["devices"] == 2
     assert accounting["device_seconds"] == pytest.approx(2 * accounting["wall_seconds"])
     assert accounting["wall_seconds"] >= result["train_seconds"] + result["eval_seconds"]
@@ -204,3 +207,11 @@ def test_every_result_is_accounted(tmp_path, tiny_registry):
     store.record(result, workspace.jobs_dir / job.key)
     row = store.get(job.key)
     assert row["device_seconds"] == accounting["device_seconds"] and row["device_kind"] == "cpu" and row["attempts"] == 1
+    assert row["startup_seconds"] == accounting["startup_seconds"]
+
+
+def test_a_process_age_is_read_after_its_command_name_in_clock_ticks_since_boot():
+    fields = ["S", *map(str, range(4, 22)), "500", *["0"] * 30]  # fields 3-21, then 22: started 500 ticks after boot
+    stat = "4242 (odd) name (x) " + " ".join(fields)
+    assert process_age_seconds(stat, boot_clock=12.5, ticks_per_second=100) == pytest.approx(7.5)
+    assert process_age_seconds(stat, boot_clock=4.0, ticks_per_second=100) == 0.0  # never negative

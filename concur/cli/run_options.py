@@ -9,7 +9,9 @@ from concur.runner.executors import Executor
 from concur.runner.pool import DEFAULT_JOBS_PER_GPU
 
 DEVICE_OPTION = typer.Option("auto", "--device", help=f"One of {', '.join(DEVICE_CHOICES)} or cuda:N.")
-THREADS_OPTION = typer.Option(None, "--threads", min=1, help="CPU threads per job (default: a share of the cores; on a GPU at most the spec's cpus).")
+THREADS_OPTION = typer.Option(
+    None, "--threads", min=1, help="CPU threads per job (default: a share of the cores; on a GPU at most the spec's cpus)."
+)
 PER_DEVICE_OPTION = typer.Option(
     None, "--per-device-batch-size", min=1, help="Cap examples per forward pass; gradients accumulate to the spec's batch."
 )

@@ -1,7 +1,8 @@
 """How long a job will take, from the jobs already measured: for ordering (longest first) and planning.
 
 A job's time has three parts, each measured by every finished job and stored in the index:
-a fixed part (starting the worker, reading the data, loading weights, making features), the
+a fixed part (starting the worker, from its process's start or fork to the job's clock, then
+reading the data, loading weights, making features), the
 optimisation loop (`fit_seconds`), which grows with the training examples it passes over (the
 spec's epochs times the training questions, or its fixed steps times its batch), and
 prediction (`eval_seconds`), which grows with the test questions. Each approach's
@@ -72,7 +73,7 @@ def throughputs(rows: Iterable[Mapping[str, Any]]) -> dict[str, Throughput]:
         wall, fit, evaluated, tested = row.get("wall_seconds"), row.get("fit_seconds"), row.get("eval_seconds"), row.get("n_questions")
         if wall and fit is not None and evaluated is not None and tested:
             devices = seconds / wall
-            fixed = max(0.0, seconds - (fit + evaluated) * devices)
+            fixed = max(0.0, seconds - (fit + evaluated) * devices) + (row.get("startup_seconds") or 0.0) * devices
             parts[row["approach"]].append((fixed, fit * devices / examples, evaluated * devices / tested, devices))
         else:  # recorded before fit_seconds was: all of it counts as training
             parts[row["approach"]].append((0.0, seconds / examples, 0.0, 1.0))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import os
 import resource
 import time
 import traceback
@@ -227,9 +228,26 @@ def _release_cuda_memory() -> None:
         torch.cuda.empty_cache()
 
 
+def process_age_seconds(stat: str | None = None, boot_clock: float | None = None, ticks_per_second: int | None = None) -> float | None:
+    """Seconds since this process started (or was forked), from Linux's /proc/self/stat; None elsewhere.
+
+    What a job spends before its clock starts (a new Python importing torch, or a forked worker
+    settling in) is part of its cost that the job's own wall time leaves out.
+    """
+    try:
+        stat = Path("/proc/self/stat").read_text() if stat is None else stat
+        boot_clock = time.clock_gettime(time.CLOCK_BOOTTIME) if boot_clock is None else boot_clock
+        ticks_per_second = os.sysconf("SC_CLK_TCK") if ticks_per_second is None else ticks_per_second
+    except (OSError, AttributeError, ValueError):
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()  # after the command name, which may hold spaces: field 3 onwards
+    return max(0.0, boot_clock - int(fields[22 - 3]) / ticks_per_second)  # field 22: start time, in ticks since boot
+
+
 class _Meter:
     """Device-seconds and peak memory of one job: GPU-seconds and the GPU's peak allocation on CUDA,
-    core-seconds (threads x wall) and the process's peak resident memory on CPU."""
+    core-seconds (threads x wall) and the process's peak resident memory on CPU; and the seconds
+    its process ran before the job's clock started."""
 
     def __init__(self, device: str) -> None:
         import torch
@@ -238,6 +256,7 @@ class _Meter:
         self.devices = 1 if self.cuda else torch.get_num_threads()
         if self.cuda:
             torch.cuda.reset_peak_memory_stats(torch.device(device))
+        self.startup = process_age_seconds()
         self.started = time.perf_counter()
 
     def read(self) -> dict[str, Any]:
@@ -252,6 +271,7 @@ class _Meter:
             "device_kind": "gpu" if self.cuda else "cpu",
             "devices": self.devices,
             "wall_seconds": wall,
+            "startup_seconds": self.startup,
             "device_seconds": wall * self.devices,
             "peak_memory_bytes": peak,
         }

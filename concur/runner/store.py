@@ -84,6 +84,7 @@ COLUMNS: dict[str, type] = {
     "fit_seconds": float,  # the optimisation loop alone, within train_seconds (concur.runner.estimate)
     "eval_seconds": float,
     "wall_seconds": float,  # the whole job, start to result
+    "startup_seconds": float,  # its worker process's life before the job's clock started (concur.runner.estimate)
     "device": str,
     "device_kind": str,
     "device_seconds": float,
@@ -378,6 +379,7 @@ def row_from_result(result: dict[str, Any], job_dir: Path, stamp: str | None = N
         "fit_seconds": (train.get("details") or {}).get("fit_seconds"),
         "eval_seconds": result.get("eval_seconds"),
         "wall_seconds": accounting.get("wall_seconds"),
+        "startup_seconds": accounting.get("startup_seconds"),
         "device": result.get("device"),
         "device_kind": accounting.get("device_kind"),
         "device_seconds": accounting.get("device_seconds"),
