@@ -24,14 +24,17 @@ import json
 import os
 import platform
 import re
+import shutil
 import statistics
 import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 SAMPLE_MS = 500  # nvidia-smi's sampling period
+NVIDIA_SMI = "nvidia-smi"  # counts the GPUs and samples their busy time
 SEEDS_LINE = re.compile(r"^seeds\s*=\s*\[([^\]]*)\]", re.MULTILINE)
 NAME_LINE = re.compile(r'^name\s*=\s*"([^"]*)"', re.MULTILINE)
 
@@ -76,20 +79,22 @@ def run_options(args: argparse.Namespace) -> list[str]:
     return options + (["--threads", str(args.threads)] if args.threads else []) + source_options(args)
 
 
-def planned_seconds(args: argparse.Namespace, study: Path, parallel: int) -> tuple[float, int]:
-    """`concur study plan`'s wall-time estimate for what is left of `study`, and its jobs to run."""
+def study_plan(args: argparse.Namespace, study: Path, parallel: int) -> dict[str, Any]:
+    """`concur study plan --format json` of `study`, `parallel` jobs at a time; concur's own one-line error if it fails."""
     command = concur_command(args, "study", "plan", str(study), "--format", "json", "--parallel", str(parallel), *source_options(args))
-    plan = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
-    return float(plan["estimate_wall_seconds"]), sum(1 for job in plan["jobs"] if job["state"] != "done")
+    planned = subprocess.run(command, capture_output=True, text=True)
+    if planned.returncode != 0:
+        raise SystemExit(f"`concur study plan {study}` failed: {planned.stderr.strip()}")
+    return json.loads(planned.stdout)
 
 
 def timed_run(args: argparse.Namespace, study: Path, log: Path) -> StudyRun:
     """Run every job of `study` (its output in `log`), sampling the GPU's busy time on CUDA."""
+    jobs = sum(1 for job in study_plan(args, study, 1)["jobs"] if job["state"] != "done")
     sampler = None
     if args.device.startswith("cuda"):
-        query = ["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits", f"-lms={SAMPLE_MS}"]
+        query = [NVIDIA_SMI, "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits", f"-lms={SAMPLE_MS}"]
         sampler = subprocess.Popen(query, stdout=subprocess.PIPE, text=True)
-    _, jobs = planned_seconds(args, study, 1)
     started = time.perf_counter()
     with log.open("w") as output:
         ran = subprocess.run(concur_command(args, "study", "run", str(study), *run_options(args)), stdout=output, stderr=subprocess.STDOUT)
@@ -114,7 +119,7 @@ def parallel_slots(args: argparse.Namespace) -> int:
 
 
 def _gpu_count() -> int:
-    listed = subprocess.run(["nvidia-smi", "--list-gpus"], capture_output=True, text=True, check=True).stdout
+    listed = subprocess.run([NVIDIA_SMI, "--list-gpus"], capture_output=True, text=True, check=True).stdout
     return max(1, len(listed.splitlines()))
 
 
@@ -143,6 +148,8 @@ def main() -> None:
     args = parser.parse_args()
     if not args.study.is_file():
         raise SystemExit(f"no study file {args.study}")
+    if args.device.startswith("cuda") and shutil.which(NVIDIA_SMI) is None:
+        raise SystemExit(f"--device {args.device} needs {NVIDIA_SMI} on the PATH, to count the GPUs and sample their busy time")
     if (args.out_dir / "runs").exists():
         raise SystemExit(f"{args.out_dir / 'runs'} exists: the first run must measure every job, so give a new --out-dir")
     args.out_dir.mkdir(parents=True, exist_ok=True)
@@ -152,7 +159,7 @@ def main() -> None:
     first = timed_run(args, args.study, args.out_dir / "first.log")
     write_result(args, [first])  # kept should the second run be cut short
     parallel = parallel_slots(args)
-    estimate, _ = planned_seconds(args, following, parallel)
+    estimate = float(study_plan(args, following, parallel)["estimate_wall_seconds"])
     second = timed_run(args, following, args.out_dir / "second.log")
     write_result(args, [first, second], parallel, estimate)
     print(f"{'run':<24} {'jobs':>5} {'wall (s)':>9} {'jobs/hour':>10} {'GPU busy':>9}")

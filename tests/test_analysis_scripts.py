@@ -262,3 +262,15 @@ def test_speed_study_times_a_study_then_plans_and_times_its_next_seeds(tmp_path,
     again = subprocess.run([sys.executable, str(REPO / "analysis" / "speed_study.py"), str(study), "--out-dir", str(out)],
                            capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
     assert again.returncode == 1 and "exists: the first run must measure every job, so give a new --out-dir" in again.stderr
+
+
+def test_speed_study_names_a_bad_study_in_concurs_one_line_before_any_job(tmp_path):
+    study = tmp_path / "bad.toml"
+    study.write_text('name = "bad"\nseeds = [0]\napproaches = ["bidaff"]\nbenches = ["babi-1"]\n')
+    ran = subprocess.run([sys.executable, str(REPO / "analysis" / "speed_study.py"), str(study), "--out-dir", str(tmp_path / "out")],
+                         capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
+    assert ran.returncode == 1 and "Traceback" not in ran.stderr
+    assert ran.stderr.strip() == (
+        f"`concur study plan {study}` failed: error: {study}, field 'approaches': unknown approach 'bidaff'; did you mean 'bidaf'?"
+    )
+    assert not (tmp_path / "out" / "runs" / "concur.sqlite").exists() and not (tmp_path / "out" / "speed-study.json").exists()

@@ -6,7 +6,7 @@ stops as it would a subprocess: `pid` (the leader of the worker's own session), 
 (their parent-death signal); they are reported killed, and the next `fork` starts a new zygote.
 A zygote that does not answer a fork in time is killed, so that a late answer is never taken
 for a later request's worker; the pool then starts new processes instead (`ZygoteError`), as it
-does when the zygote refuses a worker (a GPU worker, where the zygote has loaded CUDA's driver).
+does when the zygote refuses a worker (a GPU worker, where the zygote has initialised CUDA's driver).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A worker started as a new Python process spends seconds before its job begins, importing
 torch and transformers' model code (4.7 s for an hf-span job, 1.5 s for a reader, on the
 2-core development machine: docs/performance.md), and every job of a grid pays it again. The
-local pool starts one zygote per grid run on CPUs, with the driver's environment; the zygote imports
+local pool starts one zygote per grid run, with the driver's environment; the zygote imports
 those modules once, then forks a worker per job. Each child leads its own session (so a time
 limit kills everything it started), takes the job's environment and output file, and runs
 `concur.runner.worker` exactly as a new process would. Workers on GPUs are forked too, each
