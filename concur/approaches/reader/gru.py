@@ -1,41 +1,58 @@
-"""One-way GRUs over padded batches, run side by side, whose backward pass is written out, for the CPU.
+"""A bidirectional GRU layer over a padded batch as one operation with a written-out backward pass, for the CPU.
 
 PyTorch has no oneDNN GRU on the CPU (its `mkldnn_rnn_layer` is LSTM-only), so `nn.GRU` runs step
 by step and autograd records about a dozen small operations per step, and it runs a bidirectional
-layer's two directions one after the other. Here the GRUs of a layer (its two directions) step
-together as one batched product per step, the forward pass runs five operations per step into
-preallocated time-major buffers, the backward pass three per step, with every factor that does not
-depend on the incoming gradient computed for all steps at once and the recurrent weight gradient
-as one product over all steps. The values are `nn.GRU`'s (PyTorch's gate order r, z, n;
-n = tanh(W_in x + b_in + r * (W_hn h + b_hn))).
+layer's two directions one after the other. Here one layer's two directions step together as one
+batched product per step, the forward pass runs five operations per step into preallocated
+buffers and the backward pass three, with every factor that does not depend on the incoming
+gradient computed for all steps at once and the recurrent weight gradient as one product over all
+steps.
+
+The layer reads the padded batch as it is, without gathering each row reversed within its length:
+both directions' input projections are one product, the backward direction steps over the time
+axis flipped, and at a row's padding (which then comes first) its update gate is held at 1, so its
+state stays exactly 0 until the row's last real token, where the packed sequence's backward
+direction starts. Outputs at padding are 0, as `pad_packed_sequence` leaves them. The values are
+`nn.GRU`'s (PyTorch's gate order r, z, n; n = tanh(W_in x + b_in + r * (W_hn h + b_hn))).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+# An update-gate pre-activation whose sigmoid is exactly 1 in fp32 and fp64 (so the state is carried
+# unchanged and every gradient through the step's gates is exactly 0), and that stays finite.
+HOLD_STATE = 1e4
 
-def grus_over_time(grus: Sequence[nn.GRU], inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
-    """`[gru(x)[0] for gru, x in zip(grus, inputs)]` for one-layer, one-way, batch-first GRUs with biases, from zero states.
 
-    The inputs share their batch size and length; the GRUs their hidden size.
+def bidirectional_gru(ahead: nn.GRU, behind: nn.GRU, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """[ahead over x; behind over each row reversed within its length] (B, T, 2H), 0 at padding.
+
+    `ahead` and `behind` are one-layer, one-way, batch-first GRUs with biases, started from zero
+    states; `lengths` (B,) counts each row's real steps (at least 1). The input projections follow
+    autocast (bf16 products under `--precision bf16`); the recurrence runs in fp32.
     """
-    # (T, S, B, 3H): the input projections follow autocast (bf16 products under --precision bf16)
-    projected = torch.stack([F.linear(x, gru.weight_ih_l0, gru.bias_ih_l0).transpose(0, 1) for gru, x in zip(grus, inputs)], dim=1)
-    weights = torch.stack([gru.weight_hh_l0 for gru in grus])
-    biases = torch.stack([gru.bias_hh_l0 for gru in grus])
-    outputs = _Recurrence.apply(projected, weights, biases)  # (T, S, B, H)
-    return [outputs[:, s].transpose(0, 1) for s in range(len(grus))]
+    projected = F.linear(x, torch.cat([ahead.weight_ih_l0, behind.weight_ih_l0]), torch.cat([ahead.bias_ih_l0, behind.bias_ih_l0]))
+    weights = torch.stack([ahead.weight_hh_l0, behind.weight_hh_l0])
+    biases = torch.stack([ahead.bias_hh_l0, behind.bias_hh_l0])
+    padding = torch.arange(x.shape[1], device=x.device) >= lengths.unsqueeze(1)  # (B, T)
+    return _BidirectionalRecurrence.apply(projected, weights, biases, padding)
 
 
-class _Recurrence(torch.autograd.Function):
-    """h_t of S GRUs from their input projections (T, S, B, 3H), h_0 = 0; returns (T, S, B, H). The recurrence runs in fp32.
+def _time_major(directions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B, T, 2, D) -> the forward direction's (T, B, D) view and the backward direction's, flipped in time (a copy)."""
+    return directions[:, :, 0].transpose(0, 1), directions[:, :, 1].flip(1).transpose(0, 1)
 
+
+class _BidirectionalRecurrence(torch.autograd.Function):
+    """The layer's outputs (B, T, 2H) from its input projections (B, T, 6H), recurrent weights (2, 3H, H) and biases (2, 3H).
+
+    Buffers are time-major, (T, 2, B, ...), with the backward direction's time flipped, so a step is
+    one contiguous slice [t] for both directions.
     A step forward is five operations: one product whose added input carries the r and z parts of the
     input projection and both biases, so that it yields the r and z pre-activations and W_hn h + b_hn
     at once, then sigmoid, the candidate's addcmul, tanh and lerp. A step backward is three: the three
@@ -44,49 +61,82 @@ class _Recurrence(torch.autograd.Function):
     """
 
     @staticmethod
-    @torch.amp.custom_fwd(device_type="cpu", cast_inputs=torch.float32)
-    def forward(ctx: Any, projected: torch.Tensor, weights: torch.Tensor, biases: torch.Tensor) -> torch.Tensor:
-        steps, stack, batch, three_h = projected.shape
-        hidden = three_h // 3
-        # [r and z pre-activations; W_hn h + b_hn] per step: the product is added to b_h and the r, z input projections
-        recurrent = biases.unsqueeze(1).expand(steps, stack, batch, three_h).clone()
-        recurrent[..., : 2 * hidden] += projected[..., : 2 * hidden]
-        gates = projected.new_empty(steps, stack, batch, 2 * hidden)  # r, z
-        candidates = projected.new_empty(steps, stack, batch, hidden)  # n
-        outputs = projected.new_empty(steps + 1, stack, batch, hidden)  # h_0 = 0, then h_1 ... h_T
-        outputs[0].zero_()
-        weights_t = weights.transpose(1, 2)
-        for t in range(steps):
-            h = outputs[t]
-            recurrent[t].baddbmm_(h, weights_t)
-            torch.sigmoid(recurrent[t, ..., : 2 * hidden], out=gates[t])
-            n = torch.addcmul(projected[t, ..., 2 * hidden :], gates[t, ..., :hidden], recurrent[t, ..., 2 * hidden :])
-            torch.tanh(n, out=candidates[t])
-            torch.lerp(candidates[t], h, gates[t, ..., hidden:], out=outputs[t + 1])  # (1 - z) n + z h
-        ctx.save_for_backward(weights, recurrent[..., 2 * hidden :], gates, candidates, outputs)
-        return outputs[1:]
+    @torch.amp.custom_fwd(device_type="cpu")
+    def forward(ctx: Any, projected: torch.Tensor, weights: torch.Tensor, biases: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
+        with torch.autocast("cpu", enabled=False):
+            return _forward(ctx, projected, weights, biases, padding)
 
     @staticmethod
     @torch.amp.custom_bwd(device_type="cpu")
-    def backward(ctx: Any, grad_outputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        weights, recurrent_n, gates, candidates, outputs = ctx.saved_tensors
-        steps, stack, batch, hidden = candidates.shape
-        r, z, n = gates[..., :hidden], gates[..., hidden:], candidates
-        previous = outputs[:-1]
-        to_n = (1 - z) * (1 - n * n)  # d pre-activation of n / d h_t
-        # d (r pre-activation, z pre-activation, W_hn h + b_hn) / d h_t, for every step at once
-        factors = torch.stack([to_n * recurrent_n * r * (1 - r), (previous - n) * z * (1 - z), to_n * r], dim=-2)
-        grad_recurrent = grad_outputs.new_empty(steps, stack, batch, 3, hidden)
-        grad_h = grad_outputs.new_empty(steps, stack, batch, hidden)  # d loss / d h_t, through h_t's output and h_{t+1}
-        grad_h[-1] = grad_outputs[-1]
-        for t in reversed(range(steps)):
-            torch.mul(grad_h[t].unsqueeze(-2), factors[t], out=grad_recurrent[t])
-            if t:
-                torch.addcmul(grad_outputs[t - 1], grad_h[t], z[t], out=grad_h[t - 1])
-                grad_h[t - 1].baddbmm_(grad_recurrent[t].view(stack, batch, 3 * hidden), weights)
-        grad_recurrent = grad_recurrent.view(steps, stack, batch, 3 * hidden)
-        grad_projected = torch.cat([grad_recurrent[..., : 2 * hidden], grad_h * to_n], dim=-1)
-        # per GRU: sum over steps and batch rows, as one product
-        per_gru = grad_recurrent.transpose(0, 1).reshape(stack, steps * batch, 3 * hidden)
-        grad_weights = per_gru.transpose(1, 2) @ previous.transpose(0, 1).reshape(stack, steps * batch, hidden)
-        return grad_projected, grad_weights, per_gru.sum(dim=1)
+    def backward(ctx: Any, grad_result: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, None]:
+        with torch.autocast("cpu", enabled=False):
+            return (*_backward(ctx, grad_result), None)
+
+
+def _forward(ctx: Any, projected: torch.Tensor, weights: torch.Tensor, biases: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
+    batch, steps, six_h = projected.shape
+    hidden = six_h // 6
+    dtype = weights.dtype
+    per_direction = projected.view(batch, steps, 2, 3 * hidden)
+    # [r and z pre-activations; W_hn h + b_hn] per step: the product is added to b_h and the r, z input projections
+    recurrent = projected.new_empty(steps, 2, batch, 3 * hidden, dtype=dtype)
+    inputs_n = projected.new_empty(steps, 2, batch, hidden, dtype=dtype)  # W_in x + b_in
+    for d, source in enumerate(_time_major(per_direction)):
+        torch.add(source[..., : 2 * hidden], biases[d, : 2 * hidden], out=recurrent[:, d, :, : 2 * hidden])
+        recurrent[:, d, :, 2 * hidden :] = biases[d, 2 * hidden :]
+        inputs_n[:, d] = source[..., 2 * hidden :]
+    flipped_padding = padding.flip(1).t().unsqueeze(-1)  # (T, B, 1): the backward direction's padding, in its order
+    recurrent[:, 1, :, hidden : 2 * hidden].masked_fill_(flipped_padding, HOLD_STATE)
+    gates = projected.new_empty(steps, 2, batch, 2 * hidden, dtype=dtype)  # r, z
+    candidates = projected.new_empty(steps, 2, batch, hidden, dtype=dtype)  # n
+    outputs = projected.new_empty(steps + 1, 2, batch, hidden, dtype=dtype)  # h_0 = 0, then h_1 ... h_T
+    outputs[0].zero_()
+    weights_t = weights.transpose(1, 2)
+    for t in range(steps):
+        h = outputs[t]
+        recurrent[t].baddbmm_(h, weights_t)
+        torch.sigmoid(recurrent[t, ..., : 2 * hidden], out=gates[t])
+        n = torch.addcmul(inputs_n[t], gates[t, ..., :hidden], recurrent[t, ..., 2 * hidden :])
+        torch.tanh(n, out=candidates[t])
+        torch.lerp(candidates[t], h, gates[t, ..., hidden:], out=outputs[t + 1])  # (1 - z) n + z h
+    ctx.save_for_backward(weights, recurrent[..., 2 * hidden :], gates, candidates, outputs, padding)
+    ctx.projected_dtype = projected.dtype
+    result = projected.new_empty(batch, steps, 2, hidden, dtype=dtype)
+    real = ~padding.t().unsqueeze(-1)  # (T, B, 1)
+    torch.mul(outputs[1:, 0], real, out=result[:, :, 0].transpose(0, 1))
+    result[:, :, 1] = outputs[1:, 1].flip(0).transpose(0, 1)  # 0 at padding: the held state
+    return result.view(batch, steps, 2 * hidden)
+
+
+def _backward(ctx: Any, grad_result: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    weights, recurrent_n, gates, candidates, outputs, padding = ctx.saved_tensors
+    steps, _, batch, hidden = candidates.shape
+    grad_outputs = grad_result.new_empty(steps, 2, batch, hidden, dtype=weights.dtype)
+    ahead, behind = _time_major(grad_result.reshape(batch, steps, 2, hidden))
+    torch.mul(ahead, ~padding.t().unsqueeze(-1), out=grad_outputs[:, 0])  # the outputs at padding were set to 0
+    grad_outputs[:, 1] = behind  # at the backward direction's padding every gate gradient is 0 already
+    r, z, n = gates[..., :hidden], gates[..., hidden:], candidates
+    previous = outputs[:-1]
+    to_n = (1 - z) * (1 - n * n)  # d pre-activation of n / d h_t
+    # d (r pre-activation, z pre-activation, W_hn h + b_hn) / d h_t, for every step at once
+    factors = torch.stack([to_n * recurrent_n * r * (1 - r), (previous - n) * z * (1 - z), to_n * r], dim=-2)
+    grad_recurrent = grad_outputs.new_empty(steps, 2, batch, 3, hidden)
+    grad_h = grad_outputs.new_empty(steps, 2, batch, hidden)  # d loss / d h_t, through h_t's output and h_{t+1}
+    grad_h[-1] = grad_outputs[-1]
+    for t in reversed(range(steps)):
+        torch.mul(grad_h[t].unsqueeze(-2), factors[t], out=grad_recurrent[t])
+        if t:
+            torch.addcmul(grad_outputs[t - 1], grad_h[t], z[t], out=grad_h[t - 1])
+            grad_h[t - 1].baddbmm_(grad_recurrent[t].view(2, batch, 3 * hidden), weights)
+    grad_recurrent = grad_recurrent.view(steps, 2, batch, 3 * hidden)
+    grad_projected = grad_result.new_empty(batch, steps, 2, 3 * hidden, dtype=ctx.projected_dtype)
+    grad_inputs_n = grad_h.mul_(to_n)
+    ahead = grad_projected[:, :, 0].transpose(0, 1)  # (T, B, 3H) views into the (B, T, 2, 3H) gradient
+    ahead[..., : 2 * hidden] = grad_recurrent[:, 0, :, : 2 * hidden]
+    ahead[..., 2 * hidden :] = grad_inputs_n[:, 0]
+    grad_projected[:, :, 1, : 2 * hidden] = grad_recurrent[:, 1, :, : 2 * hidden].flip(0).transpose(0, 1)
+    grad_projected[:, :, 1, 2 * hidden :] = grad_inputs_n[:, 1].flip(0).transpose(0, 1)
+    rows = steps * batch  # per direction: sums over steps and batch rows, as one product
+    per_direction = grad_recurrent.transpose(0, 1).reshape(2, rows, 3 * hidden)
+    grad_weights = per_direction.transpose(1, 2) @ previous.transpose(0, 1).reshape(2, rows, hidden)
+    return grad_projected.view(batch, steps, 6 * hidden), grad_weights, per_direction.sum(dim=1)

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from concur.approaches.dropout import dropout as bulk_dropout
-from concur.approaches.reader.gru import grus_over_time
+from concur.approaches.reader.gru import bidirectional_gru
 
 # A logit that no real score reaches, but that stays finite in bf16/fp32 (so sums of two stay finite).
 MASKED = -1e30
@@ -230,12 +230,17 @@ def reverse_within(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     return x.gather(1, order.view(*order.shape, *(1,) * (x.dim() - 2)).expand_as(x))
 
 
-def both_ways(ahead_rnn: nn.Module, behind_rnn: nn.Module, x: torch.Tensor, reversed_x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The outputs of two one-layer, one-way RNNs over x and reversed_x (B, T, d); GRUs on the CPU step together."""
+def bidirectional_layer(ahead_rnn: nn.Module, behind_rnn: nn.Module, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """[ahead_rnn over x; behind_rnn over each row reversed within its length] (B, T, 2H), 0 at padding.
+
+    On the CPU a GRU layer is one fused operation (`bidirectional_gru`); otherwise each direction
+    is a one-way RNN over the padded batch, the backward one reading `reverse_within`.
+    """
     if isinstance(ahead_rnn, nn.GRU) and x.device.type == "cpu":
-        ahead, behind = grus_over_time([ahead_rnn, behind_rnn], [x, reversed_x])
-        return ahead, behind
-    return ahead_rnn(x)[0], behind_rnn(reversed_x)[0]
+        return bidirectional_gru(ahead_rnn, behind_rnn, x, lengths)
+    real = (torch.arange(x.shape[1], device=x.device) < lengths.unsqueeze(1)).unsqueeze(-1)
+    ahead, behind = ahead_rnn(x)[0], behind_rnn(reverse_within(x, lengths))[0]
+    return torch.cat([ahead, reverse_within(behind, lengths)], dim=-1).masked_fill(~real, 0)
 
 
 class BiRNN(nn.Module):
@@ -248,9 +253,9 @@ class BiRNN(nn.Module):
     within its length (`reverse_within`). Outputs at padding are zero, as `pad_packed_sequence`
     leaves them; a row without tokens is read as one step long, as its packed form was.
     The directions are created forward first, so a seed gives the weights of `bidirectional=True`.
-    On the CPU a GRU layer's two directions step together (`grus_over_time`: PyTorch has no oneDNN
-    GRU there); their input projections follow autocast (bf16 under `--precision bf16`) while the
-    recurrence stays fp32.
+    On the CPU a GRU layer's two directions are one fused operation (`bidirectional_gru`: PyTorch
+    has no oneDNN GRU there); their input projections follow autocast (bf16 under `--precision
+    bf16`) while the recurrence stays fp32.
 
     Dropout is applied to each layer's input; `concat_layers` returns every layer's output
     side by side (DrQA), otherwise the top layer's.
@@ -278,12 +283,9 @@ class BiRNN(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         lengths = mask.sum(dim=1).clamp(min=1)
-        real = (torch.arange(mask.shape[1], device=mask.device) < lengths.unsqueeze(1)).unsqueeze(-1)
         outputs = []
         for forward_rnn, backward_rnn in self.layers:
-            x = self.dropout(x)
-            ahead, behind = both_ways(forward_rnn, backward_rnn, x, reverse_within(x, lengths))
-            x = torch.cat([ahead, reverse_within(behind, lengths)], dim=-1).masked_fill(~real, 0)
+            x = bidirectional_layer(forward_rnn, backward_rnn, self.dropout(x), lengths)
             outputs.append(x)
         return torch.cat(outputs, dim=-1) if self.concat_layers else x
 
