@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from concur.data.prepare import PreparedBenchmark
-from concur.runner.estimate import Throughput, job_estimate, makespan, throughputs, training_examples, wall_seconds
+from concur.runner.estimate import Throughput, job_estimate, makespan, run_start_seconds, throughputs, training_examples, wall_seconds
 from concur.runner.jobs import Job
 
 
@@ -38,6 +38,18 @@ def test_the_fixed_part_includes_the_workers_start_before_the_jobs_clock():
     speed = throughputs([{**row(), "startup_seconds": 4.0}])["a"]
     assert speed.fixed_seconds == pytest.approx(28.0) and speed.seconds_per_example == pytest.approx(0.2)
     assert throughputs([{**row(), "startup_seconds": None}])["a"].fixed_seconds == pytest.approx(20.0)  # not measured: nothing added
+
+
+def test_a_run_waits_once_for_the_median_zygote_start_its_forked_jobs_recorded():
+    rows = [
+        {**row(), "pool_start_seconds": 9.0},
+        {**row(), "pool_start_seconds": 8.0},
+        {**row(), "pool_start_seconds": 12.5},
+        {**row(status="failed"), "pool_start_seconds": 100.0},  # failures do not count
+        {**row(), "pool_start_seconds": None},  # a worker started as a new process: nothing waited once
+    ]
+    assert run_start_seconds(rows) == 9.0
+    assert run_start_seconds([row()]) == 0.0
 
 
 def test_each_part_is_the_median_over_finished_jobs_and_failures_do_not_count():

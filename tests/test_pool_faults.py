@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from concur.runner.execute import RunOptions, execute_job, process_age_seconds
+from concur.runner.execute import RunOptions, execute_job
 from concur.runner.jobdir import JobDir, JobState
 from concur.runner.jobs import make_job
+from concur.runner.process_age import process_age_seconds
 from concur.runner.store import Store
 from tests.conftest import write_tiny_reader
 from tests.test_runner import _setup

@@ -191,6 +191,7 @@ def test_a_grid_starts_new_processes_when_its_zygote_cannot_fork(concur, tmp_pat
     monkeypatch.setattr(Zygote, "command", _LateZygote.command)
     result = _run_tiny_grid(concur, tmp_path, tiny_registry, seeds=2)
     assert (result.stdout + result.stderr).count("warm workers stopped (the worker zygote did not fork within 0 s)") == 1
+    assert [row["pool_start_seconds"] for row in Store(tmp_path / "runs" / "concur.sqlite").rows()] == [None, None]  # new processes
 
 
 @pytest.mark.slow
@@ -212,6 +213,9 @@ def test_a_cpu_grid_forks_its_workers_from_one_zygote(concur, tmp_path, tiny_reg
     monkeypatch.setattr(Zygote, "_start", counted_start)
     _run_tiny_grid(concur, tmp_path, tiny_registry, seeds=3)
     assert len(forks) == 3 and len(set(forks)) == 3 and starts == [1]
+    # each job recorded the one zygote's start (its imports, seconds on any machine), which its run paid once
+    (start,) = {row["pool_start_seconds"] for row in Store(tmp_path / "runs" / "concur.sqlite").rows()}
+    assert 0.2 < start < 120
 
 
 GPU_CHILD = """

@@ -151,6 +151,7 @@ def _show(ctx: typer.Context, file: Path, output: Format, source_dir: list[Path]
                 "counts": dict(plan.counts()),
                 "parallel": parallel,
                 "estimate_wall_seconds": plan.wall_estimate(parallel)[0],
+                "run_start_seconds": plan.run_start_seconds,
                 "budget": dataclasses.asdict(study.grid.budget) if study.grid.budget else None,
                 "missing_sources": [
                     {"path": item.source.path, "benchmarks": list(item.benchmarks), "download": item.source.origin} for item in missing
@@ -200,7 +201,8 @@ def _wall_line(plan: Plan, parallel: int) -> str:
     seconds, unmeasured = plan.wall_estimate(parallel)
     at_once = f"{parallel} job{'s' if parallel != 1 else ''} at a time"
     unknown = f", plus {unmeasured:,} jobs of approaches never measured" if unmeasured else ""
-    return f"wall time to go, {at_once}: {_duration(seconds)}{unknown}"
+    start = f" ({plan.run_start_seconds:,.0f} s of it starting the warm workers)" if seconds and plan.run_start_seconds else ""
+    return f"wall time to go, {at_once}: {_duration(seconds)}{start}{unknown}"
 
 
 def _duration(seconds: float) -> str:

@@ -11,6 +11,8 @@ a planned job's estimate is the fixed part plus each rate times its own examples
 questions: a budget of 300 questions and one epoch is estimated as such, not at the rate of
 a full-size run. Results from before `fit_seconds` was stored count all their time as
 training. Approaches not measured yet have no estimate; planning says so rather than guess.
+A run of forked workers also waits once, before its first job, for its zygote's imports
+(`run_start_seconds`).
 
 Times are device-seconds (GPU-seconds, or core-seconds on the CPU: threads x wall), as the
 accounting of each job records them; `wall_seconds` turns a job's estimate back into the
@@ -81,6 +83,12 @@ def throughputs(rows: Iterable[Mapping[str, Any]]) -> dict[str, Throughput]:
         approach: Throughput(*(statistics.median(column) for column in zip(*measured)), jobs=len(measured))
         for approach, measured in parts.items()
     }
+
+
+def run_start_seconds(rows: Iterable[Mapping[str, Any]]) -> float:
+    """Wall seconds a local run waits once before its first job: the median zygote start its forked jobs recorded (0 if none did)."""
+    starts = [row["pool_start_seconds"] for row in rows if row.get("status") == "ok" and row.get("pool_start_seconds") is not None]
+    return statistics.median(starts) if starts else 0.0
 
 
 def job_estimate(job: Job, bench: PreparedBenchmark, measured: Mapping[str, Throughput]) -> float | None:

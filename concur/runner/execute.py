@@ -38,6 +38,7 @@ from concur.runner.claims import Claim, ClaimBook
 from concur.runner.faults import FaultPoint, fault_point
 from concur.runner.jobdir import JobDir
 from concur.runner.jobs import Job
+from concur.runner.process_age import POOL_START_ENV, process_age_seconds
 from concur.workspace import Workspace
 
 MISSING_SAMPLE = 10  # qids listed in a result when predictions are missing
@@ -228,26 +229,11 @@ def _release_cuda_memory() -> None:
         torch.cuda.empty_cache()
 
 
-def process_age_seconds(stat: str | None = None, boot_clock: float | None = None, ticks_per_second: int | None = None) -> float | None:
-    """Seconds since this process started (or was forked), from Linux's /proc/self/stat; None elsewhere.
-
-    What a job spends before its clock starts (a new Python importing torch, or a forked worker
-    settling in) is part of its cost that the job's own wall time leaves out.
-    """
-    try:
-        stat = Path("/proc/self/stat").read_text() if stat is None else stat
-        boot_clock = time.clock_gettime(time.CLOCK_BOOTTIME) if boot_clock is None else boot_clock
-        ticks_per_second = os.sysconf("SC_CLK_TCK") if ticks_per_second is None else ticks_per_second
-    except (OSError, AttributeError, ValueError):
-        return None
-    fields = stat.rsplit(")", 1)[-1].split()  # after the command name, which may hold spaces: field 3 onwards
-    return max(0.0, boot_clock - int(fields[22 - 3]) / ticks_per_second)  # field 22: start time, in ticks since boot
-
-
 class _Meter:
     """Device-seconds and peak memory of one job: GPU-seconds and the GPU's peak allocation on CUDA,
-    core-seconds (threads x wall) and the process's peak resident memory on CPU; and the seconds
-    its process ran before the job's clock started."""
+    core-seconds (threads x wall) and the process's peak resident memory on CPU; the seconds its
+    process ran before the job's clock started; and, in a forked worker, the seconds its zygote
+    took to be ready to fork, which its run paid once."""
 
     def __init__(self, device: str) -> None:
         import torch
@@ -257,6 +243,7 @@ class _Meter:
         if self.cuda:
             torch.cuda.reset_peak_memory_stats(torch.device(device))
         self.startup = process_age_seconds()
+        self.pool_start = float(os.environ[POOL_START_ENV]) if POOL_START_ENV in os.environ else None
         self.started = time.perf_counter()
 
     def read(self) -> dict[str, Any]:
@@ -272,6 +259,7 @@ class _Meter:
             "devices": self.devices,
             "wall_seconds": wall,
             "startup_seconds": self.startup,
+            "pool_start_seconds": self.pool_start,
             "device_seconds": wall * self.devices,
             "peak_memory_bytes": peak,
         }

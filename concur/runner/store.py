@@ -85,6 +85,7 @@ COLUMNS: dict[str, type] = {
     "eval_seconds": float,
     "wall_seconds": float,  # the whole job, start to result
     "startup_seconds": float,  # its worker process's life before the job's clock started (concur.runner.estimate)
+    "pool_start_seconds": float,  # a forked worker's zygote: its start to its first fork, once per run
     "device": str,
     "device_kind": str,
     "device_seconds": float,
@@ -380,6 +381,7 @@ def row_from_result(result: dict[str, Any], job_dir: Path, stamp: str | None = N
         "eval_seconds": result.get("eval_seconds"),
         "wall_seconds": accounting.get("wall_seconds"),
         "startup_seconds": accounting.get("startup_seconds"),
+        "pool_start_seconds": accounting.get("pool_start_seconds"),
         "device": result.get("device"),
         "device_kind": accounting.get("device_kind"),
         "device_seconds": accounting.get("device_seconds"),

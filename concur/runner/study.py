@@ -55,7 +55,7 @@ from concur.registry.registry import Registry
 from concur.registry.tables import DESCRIPTIVE_KEYS, Table
 from concur.runner.availability import MissingSource, missing_sources
 from concur.runner.budget import Budget
-from concur.runner.estimate import Throughput, job_estimate, makespan, throughputs, wall_seconds
+from concur.runner.estimate import Throughput, job_estimate, makespan, run_start_seconds, throughputs, wall_seconds
 from concur.runner.grid import GridPoint, GridRequest, expand_grid
 from concur.runner.jobdir import JobDir, JobState
 from concur.runner.jobs import Job, make_job
@@ -121,15 +121,17 @@ class Shape:
 @dataclass
 class Plan:
     jobs: list[PlannedJob] = field(default_factory=list)
+    run_start_seconds: float = 0.0  # what a run waits once before its first job (`estimate.run_start_seconds`)
 
     def counts(self) -> Counter[str]:
         return Counter(planned.state for planned in self.jobs)
 
     def wall_estimate(self, slots: int) -> tuple[float, int]:
-        """Wall seconds of the jobs still to run that have an estimate, `slots` at a time, and how many have none."""
+        """Wall seconds of the jobs still to run that have an estimate, `slots` at a time, after the run's own
+        start, and how many have none."""
         to_run = [planned for planned in self.jobs if planned.state not in FINISHED]
         known = [planned.estimate_wall_seconds for planned in to_run if planned.estimate_wall_seconds is not None]
-        return makespan(known, slots), len(to_run) - len(known)
+        return (self.run_start_seconds if known else 0.0) + makespan(known, slots), len(to_run) - len(known)
 
     def shape(self) -> Shape:
         points = [planned.point for planned in self.jobs]
@@ -185,11 +187,12 @@ def plan_study(
     study: Study,
     workspace: Workspace,
     speeds: Mapping[str, Throughput] | None = None,
+    run_start: float = 0.0,
 ) -> Plan:
     """Every job of the study with its state, its result once finished and, where the approach was
-    measured, its estimated device-seconds."""
+    measured, its estimated device-seconds; `run_start` is what a run waits before its first job."""
     benches: dict[str, PreparedBenchmark | None] = {}
-    plan = Plan()
+    plan = Plan(run_start_seconds=run_start)
     for point in expand_grid(registry, study.grid):
         if point.bench.id not in benches:
             benches[point.bench.id] = prepared(workspace.data_dir, point.bench)
@@ -216,7 +219,7 @@ def survey_study(
     finished = finished_jobs(workspace.db_path, workspace.jobs_dir)  # indexes what the workers wrote
     for line in finished.warnings():
         warn(line)
-    plan = plan_study(registry, study, workspace, throughputs(finished.rows))
+    plan = plan_study(registry, study, workspace, throughputs(finished.rows), run_start_seconds(finished.rows))
     return plan, missing_sources((planned.point.bench for planned in plan.jobs), locator, workspace.data_dir)
 
 

@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from concur.runner.process_age import POOL_START_ENV, process_age_seconds
 from concur.runner.worker import DRIVER_PID_ENV, die_with_parent
 
 # What every job imports before it starts, heaviest first: imported here once, shared by every fork.
@@ -49,6 +50,7 @@ def main() -> int:
     for module in PRELOAD:
         with contextlib.suppress(ImportError):  # a job that needs a missing module reports it itself
             importlib.import_module(module)
+    ready = process_age_seconds()  # what the run's first job waited for, besides its own start
     protocol = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints must not corrupt the protocol
     running: set[int] = set()
@@ -73,7 +75,7 @@ def main() -> int:
             pid = os.fork()
             if pid == 0:
                 protocol.close()
-                os._exit(_run_child(order))
+                os._exit(_run_child(order, ready))
             running.add(pid)
             _send(protocol, {"pid": pid})
 
@@ -122,10 +124,15 @@ def _send(protocol: Any, message: dict[str, Any]) -> None:
     protocol.write(json.dumps(message) + "\n")
 
 
-def _run_child(order: dict[str, Any]) -> int:
-    """In the forked child: become the job's own process, then run the worker; returns its exit status."""
+def _run_child(order: dict[str, Any], ready: float | None) -> int:
+    """In the forked child: become the job's own process, then run the worker; returns its exit status.
+
+    `ready`, the zygote's seconds from its start to the end of its imports, reaches the job's accounting.
+    """
     os.setsid()
     environment = {**order["env"], DRIVER_PID_ENV: str(os.getppid())}  # the worker dies with this zygote
+    if ready is not None:
+        environment[POOL_START_ENV] = f"{ready:.3f}"
     os.environ.clear()
     os.environ.update(environment)
     output = os.open(order["output"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)

@@ -117,9 +117,13 @@ def _backward(ctx: Any, grad_result: torch.Tensor) -> tuple[torch.Tensor, torch.
     grad_outputs[:, 1] = behind  # at the backward direction's padding every gate gradient is 0 already
     r, z, n = gates[..., :hidden], gates[..., hidden:], candidates
     previous = outputs[:-1]
-    to_n = (1 - z) * (1 - n * n)  # d pre-activation of n / d h_t
-    # d (r pre-activation, z pre-activation, W_hn h + b_hn) / d h_t, for every step at once
-    factors = torch.stack([to_n * recurrent_n * r * (1 - r), (previous - n) * z * (1 - z), to_n * r], dim=-2)
+    # d (r pre-activation, z pre-activation, W_hn h + b_hn) / d h_t, for every step at once, written in place
+    keep = 1 - z
+    to_n = torch.addcmul(keep, keep, n * n, value=-1)  # (1 - z)(1 - n^2): d pre-activation of n / d h_t
+    factors = grad_result.new_empty(steps, 2, batch, 3, hidden, dtype=weights.dtype)
+    torch.mul(torch.addcmul(r, r, r, value=-1).mul_(recurrent_n), to_n, out=factors[..., 0, :])  # r (1 - r) (W_hn h + b_hn) to_n
+    torch.mul(previous - n, keep.mul_(z), out=factors[..., 1, :])  # (h_{t-1} - n) z (1 - z)
+    torch.mul(to_n, r, out=factors[..., 2, :])
     grad_recurrent = grad_outputs.new_empty(steps, 2, batch, 3, hidden)
     grad_h = grad_outputs.new_empty(steps, 2, batch, hidden)  # d loss / d h_t, through h_t's output and h_{t+1}
     grad_h[-1] = grad_outputs[-1]
