@@ -40,15 +40,22 @@ class ApproachKind:
     `hparams` is a dataclass every field of which the spec states; its optional `problem()`
     returns `(field, why)` for a value the implementation cannot take. `approach` is the
     `module:attr` of the class, constructed as `cls(spec, hparams)`; it is imported only when
-    a job runs, so listing or validating specs never loads torch.
+    a job runs, so listing or validating specs never loads torch. `preload` names the heavy
+    modules its jobs import only once running; a grid's warm zygote imports them, with the
+    class's module, once for all its workers (`concur.runner.zygote`).
     """
 
     hparams: type
     approach: str
     batch_field: str = "batch_size"  # the hyperparameter holding examples per optimiser step
+    preload: tuple[str, ...] = ()
 
     def approach_class(self) -> type:
         return load_target(self.approach, "approach class")
+
+    def modules(self) -> tuple[str, ...]:
+        """What a job of this implementation imports: its class's module, then `preload`."""
+        return (self.approach.partition(":")[0], *self.preload)
 
     def batch_size(self, hparams: Mapping[str, Any]) -> int:
         """Examples per optimiser step of a job: what a per-device cap divides into accumulation steps."""

@@ -1,4 +1,5 @@
-"""CPU threads of the local executor's workers: packed GPU jobs share the cores instead of oversubscribing them."""
+"""What the local executor's workers get: CPU threads (packed GPU jobs share the cores instead of oversubscribing them),
+and the modules their zygote imports for them."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 from concur.devices import Gpu
 from concur.registry import default_registry
 from concur.runner.execute import RunOptions
-from concur.runner.pool import PoolSettings, worker_threads
+from concur.runner.pool import PoolSettings, worker_modules, worker_threads
 
 ONE_H100 = (Gpu("0", 80.0),)
 
@@ -35,3 +36,15 @@ def test_cpu_workers_share_the_cores_and_given_threads_win():
     assert worker_threads(PoolSettings(RunOptions(device="cpu"), cpu_workers=4), spec, False, 2) == 1
     assert worker_threads(PoolSettings(RunOptions(device="cuda", threads=6), gpus=ONE_H100), spec, True, 16) == 6
     assert worker_threads(PoolSettings(RunOptions(device="cpu", threads=6), cpu_workers=4), spec, False, 16) == 6
+
+
+def test_a_zygote_imports_what_its_grids_approaches_import_each_module_once():
+    registry = default_registry()
+    specs = [registry.approach(name) for name in ("bidaf", "minilm-l6", "bert-base", "rasor")]
+    assert worker_modules(specs) == (
+        "concur.approaches.reader.models.bidaf",
+        "transformers.models.auto.tokenization_auto",  # the MiniLM stand-in's tokenizer
+        "concur.approaches.hf_span.approach",
+        "transformers.modeling_utils",  # pretrained models' code: only for a grid that has them
+        "concur.approaches.reader.models.rasor",
+    )

@@ -56,6 +56,22 @@ def _gone(pid: int) -> bool:
     return "State:\tZ" in status
 
 
+def test_a_zygote_imports_the_modules_it_is_given_once_before_forking_and_skips_missing_ones(tmp_path):
+    package = tmp_path / "site"
+    package.mkdir()
+    marker = tmp_path / "imported"
+    (package / "heavy_model_code.py").write_text(f"open({str(marker)!r}, 'a').write('once\\n')\n")
+    zygote = Zygote({**os.environ, "PYTHONPATH": f"{package}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"},
+                    ["heavy_model_code", "no_such_module_here"])  # fmt: skip
+    try:
+        for name in ("first", "second"):
+            worker, _ = _fork(zygote, tmp_path, name)
+            assert worker.wait() == 1  # forked all the same: fails on its missing request file
+    finally:
+        zygote.close()
+    assert marker.read_text() == "once\n"  # by the zygote, once for both workers
+
+
 def test_a_forked_worker_leads_its_own_session_and_is_killed_with_it(tmp_path):
     zygote = Zygote(os.environ)
     try:
@@ -220,8 +236,9 @@ def test_a_cpu_grid_forks_its_workers_from_one_zygote(concur, tmp_path, tiny_reg
 
 GPU_CHILD = """
 import importlib, os, sys
+from concur.components import resolve
 from concur.runner import zygote
-for module in zygote.PRELOAD:
+for module in (*zygote.PRELOAD, *resolve("approach", "hf-span").modules()):  # a grid of pretrained models: the most it imports
     importlib.import_module(module)
 assert zygote.refusal_for({"CUDA_VISIBLE_DEVICES": "0"}) is None, "the zygote's imports initialised CUDA"
 pid = os.fork()

@@ -17,7 +17,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,12 +45,13 @@ class ForkedWorker:
 
 
 class Zygote:
-    """One warm parent process with `environment`, started on the first `fork` and again whenever it has died."""
+    """One warm parent process with `environment`, importing `modules`, started on the first `fork` and again whenever it has died."""
 
     command: tuple[str, ...] = (sys.executable, "-m", "concur.runner.zygote")
 
-    def __init__(self, environment: Mapping[str, str]) -> None:
+    def __init__(self, environment: Mapping[str, str], modules: Sequence[str] = ()) -> None:
         self.environment = {**environment, DRIVER_PID_ENV: str(os.getpid())}
+        self.modules = tuple(modules)  # what it imports before its first fork, besides `concur.runner.zygote.PRELOAD`
         self.process: subprocess.Popen[bytes] | None = None
         self.changed = threading.Condition()
         self.codes: dict[int, int] = {}  # exited workers
@@ -101,7 +102,7 @@ class Zygote:
 
     def _start(self) -> None:
         self.process = subprocess.Popen(
-            list(self.command),
+            [*self.command, *self.modules],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=self.environment,

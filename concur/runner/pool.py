@@ -28,11 +28,12 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from concur.components import resolve
 from concur.devices import Gpu, usable_cores
 from concur.registry.specs import ApproachSpec
 from concur.runner.claims import Claim, ClaimBook, Heartbeat
@@ -52,6 +53,14 @@ POLL_SECONDS = 0.25
 # their speed alone (GPU 96% busy), so four keep a GPU busy without slowing each other much.
 DEFAULT_JOBS_PER_GPU = 4
 OUTPUT_TAIL_LINES = 5  # lines of a dead worker's output kept in the failure reason
+
+
+def worker_modules(specs: Iterable[ApproachSpec]) -> tuple[str, ...]:
+    """What the workers of these approaches import, each module once in the order met: a zygote's preload."""
+    modules: dict[str, None] = {}
+    for spec in specs:
+        modules.update(dict.fromkeys(resolve("approach", spec.implementation).modules()))
+    return tuple(modules)
 
 
 @dataclass(frozen=True)
@@ -159,7 +168,8 @@ class LocalPool:
         todo.sort(key=lambda item: -item.task.estimate_seconds)
         self.requests_dir.mkdir(parents=True, exist_ok=True)
         if not self.stream_output and sys.platform.startswith("linux"):
-            self._zygote = Zygote(os.environ)  # GPU workers too, while it has not initialised CUDA: see concur.runner.zygote
+            # GPU workers too, while it has not initialised CUDA: see concur.runner.zygote
+            self._zygote = Zygote(os.environ, worker_modules(item.task.spec for item in todo))
         try:
             with Heartbeat(self.claims) as self._heartbeat, _terminate_as_interrupt():
                 while todo or self._running:

@@ -3,8 +3,9 @@
 A worker started as a new Python process spends seconds before its job begins, importing
 torch and transformers' model code (4.7 s for an hf-span job, 1.5 s for a reader, on the
 2-core development machine: docs/performance.md), and every job of a grid pays it again. The
-local pool starts one zygote per grid run, with the driver's environment; the zygote imports
-those modules once, then forks a worker per job. Each child leads its own session (so a time
+local pool starts one zygote per grid run, with the driver's environment and the modules its
+approaches' jobs import (`ApproachKind.modules`: transformers' model code only for a grid with
+pretrained models); the zygote imports those once, then forks a worker per job. Each child leads its own session (so a time
 limit kills everything it started), takes the job's environment and output file, and runs
 `concur.runner.worker` exactly as a new process would. Workers on GPUs are forked too, each
 initialising CUDA itself under its own CUDA_VISIBLE_DEVICES. That holds only while the zygote
@@ -31,23 +32,26 @@ import os
 import select
 import sys
 import traceback
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from concur.runner.process_age import POOL_START_ENV, process_age_seconds
 from concur.runner.worker import DRIVER_PID_ENV, die_with_parent
 
-# What every job imports before it starts, heaviest first: imported here once, shared by every fork.
-PRELOAD = ("torch", "transformers", "transformers.modeling_utils", "concur.runner.request")
+# What every job imports, heaviest first: imported here once, shared by every fork; the command line
+# adds what the grid's approaches import. torch._dynamo (and sympy with it) comes in with a job's first
+# optimiser step (torch._disable_dynamo imports it on first use): seconds, most of a tiny job's training.
+PRELOAD = ("torch", "torch._dynamo", "concur.runner.request")
 REAP_SECONDS = 0.1  # how often exited children are looked for between requests
 CUDA_DRIVER = "libcuda.so"  # the CUDA driver library's file name, before its version
 CUDA_ERROR_NOT_INITIALIZED = 3  # the driver API's answer before cuInit
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
+    """Import PRELOAD and the modules named on the command line, then fork a worker per request."""
     die_with_parent()
-    for module in PRELOAD:
+    for module in (*PRELOAD, *(sys.argv[1:] if argv is None else argv)):
         with contextlib.suppress(ImportError):  # a job that needs a missing module reports it itself
             importlib.import_module(module)
     ready = process_age_seconds()  # what the run's first job waited for, besides its own start

@@ -58,4 +58,9 @@ class HFSpanHParams:
         return None
 
 
-KIND = ApproachKind(hparams=HFSpanHParams, approach="concur.approaches.hf_span.approach:HFSpanApproach", batch_field="train_batch_size")
+KIND = ApproachKind(
+    hparams=HFSpanHParams,
+    approach="concur.approaches.hf_span.approach:HFSpanApproach",
+    batch_field="train_batch_size",
+    preload=("transformers.modeling_utils",),  # every model class's base: most of a job's imports (seconds)
+)

@@ -11,6 +11,9 @@ from typing import Literal
 
 Rule = tuple[str, bool, str]  # (field, holds, what the value must be)
 
+# What a reader job imports once running, beyond its model's module: the MiniLM stand-in's tokenizer (concur.data.vectors)
+READER_PRELOAD = ("transformers.models.auto.tokenization_auto",)
+
 
 @dataclass(frozen=True)
 class ReaderHParams:

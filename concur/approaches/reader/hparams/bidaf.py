@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from concur.approaches.reader.hparams.base import ReaderHParams, Rule
+from concur.approaches.reader.hparams.base import READER_PRELOAD, ReaderHParams, Rule
 from concur.components import ApproachKind
 
 
@@ -28,4 +28,4 @@ class BidafHParams(ReaderHParams):
         ]
 
 
-KIND = ApproachKind(hparams=BidafHParams, approach="concur.approaches.reader.models.bidaf:BidafApproach")
+KIND = ApproachKind(hparams=BidafHParams, approach="concur.approaches.reader.models.bidaf:BidafApproach", preload=READER_PRELOAD)

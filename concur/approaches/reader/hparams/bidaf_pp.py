@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from concur.approaches.reader.hparams.base import ReaderHParams, Rule
+from concur.approaches.reader.hparams.base import READER_PRELOAD, ReaderHParams, Rule
 from concur.components import ApproachKind
 
 
@@ -26,4 +26,4 @@ class BidafPPHParams(ReaderHParams):
         ]
 
 
-KIND = ApproachKind(hparams=BidafPPHParams, approach="concur.approaches.reader.models.bidaf_pp:BidafPPApproach")
+KIND = ApproachKind(hparams=BidafPPHParams, approach="concur.approaches.reader.models.bidaf_pp:BidafPPApproach", preload=READER_PRELOAD)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from concur.approaches.reader.hparams.base import ReaderHParams, Rule
+from concur.approaches.reader.hparams.base import READER_PRELOAD, ReaderHParams, Rule
 from concur.components import ApproachKind
 
 
@@ -20,4 +20,6 @@ class DocReaderHParams(ReaderHParams):
         ]
 
 
-KIND = ApproachKind(hparams=DocReaderHParams, approach="concur.approaches.reader.models.docreader:DocReaderApproach")
+KIND = ApproachKind(
+    hparams=DocReaderHParams, approach="concur.approaches.reader.models.docreader:DocReaderApproach", preload=READER_PRELOAD
+)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from concur.approaches.reader.hparams.base import ReaderHParams, Rule
+from concur.approaches.reader.hparams.base import READER_PRELOAD, ReaderHParams, Rule
 from concur.components import ApproachKind
 
 
@@ -28,4 +28,6 @@ class FusionNetHParams(ReaderHParams):
         ]
 
 
-KIND = ApproachKind(hparams=FusionNetHParams, approach="concur.approaches.reader.models.fusionnet:FusionNetApproach")
+KIND = ApproachKind(
+    hparams=FusionNetHParams, approach="concur.approaches.reader.models.fusionnet:FusionNetApproach", preload=READER_PRELOAD
+)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from concur.approaches.reader.hparams.base import ReaderHParams, Rule
+from concur.approaches.reader.hparams.base import READER_PRELOAD, ReaderHParams, Rule
 from concur.components import ApproachKind
 
 
@@ -32,4 +32,6 @@ class MnemonicReaderHParams(ReaderHParams):
         ]
 
 
-KIND = ApproachKind(hparams=MnemonicReaderHParams, approach="concur.approaches.reader.models.mnemonic_reader:MnemonicReaderApproach")
+KIND = ApproachKind(
+    hparams=MnemonicReaderHParams, approach="concur.approaches.reader.models.mnemonic_reader:MnemonicReaderApproach", preload=READER_PRELOAD
+)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from concur.approaches.reader.hparams.base import ReaderHParams, Rule
+from concur.approaches.reader.hparams.base import READER_PRELOAD, ReaderHParams, Rule
 from concur.components import ApproachKind
 
 ODD = "must be odd and positive (a same-length convolution)"
@@ -53,4 +53,4 @@ class QANetHParams(ReaderHParams):
         ]
 
 
-KIND = ApproachKind(hparams=QANetHParams, approach="concur.approaches.reader.models.qanet:QANetApproach")
+KIND = ApproachKind(hparams=QANetHParams, approach="concur.approaches.reader.models.qanet:QANetApproach", preload=READER_PRELOAD)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from concur.approaches.reader.hparams.base import ReaderHParams, Rule
+from concur.approaches.reader.hparams.base import READER_PRELOAD, ReaderHParams, Rule
 from concur.components import ApproachKind
 
 
@@ -22,4 +22,4 @@ class RasorHParams(ReaderHParams):
         ]
 
 
-KIND = ApproachKind(hparams=RasorHParams, approach="concur.approaches.reader.models.rasor:RasorApproach")
+KIND = ApproachKind(hparams=RasorHParams, approach="concur.approaches.reader.models.rasor:RasorApproach", preload=READER_PRELOAD)
