@@ -7,13 +7,23 @@ from pathlib import Path
 import pytest
 
 from concur.data.prepare import PreparedBenchmark
-from concur.runner.estimate import Throughput, job_estimate, makespan, run_start_seconds, throughputs, training_examples, wall_seconds
+from concur.runner.estimate import (
+    Speeds,
+    Throughput,
+    job_estimate,
+    makespan,
+    run_start_seconds,
+    throughputs,
+    training_examples,
+    wall_seconds,
+)
 from concur.runner.jobs import Job
 
 
-def row(approach="a", *, device=100.0, wall=50.0, fit=30.0, evaluated=10.0, tested=200, trained=300, status="ok", **hparams):
+def row(approach="a", *, benchmark="b", device=100.0, wall=50.0, fit=30.0, evaluated=10.0, tested=200, trained=300, status="ok", **hparams):
     return {
         "approach": approach,
+        "benchmark": benchmark,
         "implementation": "hf-span" if approach == "a" else "rasor",
         "status": status,
         "device_seconds": device,
@@ -28,16 +38,17 @@ def row(approach="a", *, device=100.0, wall=50.0, fit=30.0, evaluated=10.0, test
 
 def test_a_throughput_splits_a_job_into_its_fixed_part_training_and_prediction():
     # 2 devices (100 device-s over 50 s): training 30 s x 2 over 300 examples, prediction 10 s x 2 over 200 questions
-    (speed,) = throughputs([row()]).values()
+    (speed,) = throughputs([row()]).approaches.values()
     assert speed == Throughput(fixed_seconds=20.0, seconds_per_example=0.2, seconds_per_test_question=0.1, devices=2.0, jobs=1)
     assert speed.estimate(examples=2000, test_questions=500) == pytest.approx(20 + 0.2 * 2000 + 0.1 * 500)
 
 
 def test_the_fixed_part_includes_the_workers_start_before_the_jobs_clock():
     # 2 devices: 20 device-s inside the job's clock, plus 4 s before it (a new process importing torch) x 2 devices
-    speed = throughputs([{**row(), "startup_seconds": 4.0}])["a"]
+    speed = throughputs([{**row(), "startup_seconds": 4.0}]).approaches["a"]
     assert speed.fixed_seconds == pytest.approx(28.0) and speed.seconds_per_example == pytest.approx(0.2)
-    assert throughputs([{**row(), "startup_seconds": None}])["a"].fixed_seconds == pytest.approx(20.0)  # not measured: nothing added
+    unmeasured = throughputs([{**row(), "startup_seconds": None}]).approaches["a"]
+    assert unmeasured.fixed_seconds == pytest.approx(20.0)  # not measured: nothing added
 
 
 def test_a_run_waits_once_for_the_median_zygote_start_its_forked_jobs_recorded():
@@ -55,7 +66,7 @@ def test_a_run_waits_once_for_the_median_zygote_start_its_forked_jobs_recorded()
 def test_each_part_is_the_median_over_finished_jobs_and_failures_do_not_count():
     rows = [row(), row(device=160.0, wall=80.0, fit=60.0, trained=300), row(device=10_000.0, status="failed")]
     rows.append(row(device=40.0, wall=40.0, fit=20.0, evaluated=10.0, tested=100, trained=100, epochs=2.0))  # 1 device, 200 examples
-    speed = throughputs(rows)["a"]
+    speed = throughputs(rows).approaches["a"]
     assert speed.jobs == 3
     # fixed: 20, 160 - 70 x 2 = 20, 40 - 30 = 10; per example: 0.2, 0.4, 0.1; per test question: 0.1, 0.1, 0.1
     assert (speed.fixed_seconds, speed.seconds_per_example, speed.seconds_per_test_question) == pytest.approx((20.0, 0.2, 0.1))
@@ -70,7 +81,7 @@ def test_examples_are_epochs_times_questions_or_fixed_steps_times_the_batch():
 
 def test_a_result_from_before_fit_seconds_counts_all_its_time_as_training():
     old = {**row(), "fit_seconds": None, "wall_seconds": None}
-    assert throughputs([old])["a"] == Throughput(0.0, 100.0 / 300, 0.0, 1.0, 1)
+    assert throughputs([old]).approaches["a"] == Throughput(0.0, 100.0 / 300, 0.0, 1.0, 1)
 
 
 def bench(train: int, test: int) -> PreparedBenchmark:
@@ -85,7 +96,22 @@ def test_a_planned_job_is_estimated_for_the_questions_its_budget_leaves_it():
     budgeted = Job(**{**job.__dict__, "subset": {"train": {"questions": 300, "seed": 0}, "test": {"questions": 200, "seed": 0}}})
     assert job_estimate(budgeted, bench(1000, 400), speeds) == pytest.approx(20 + 0.2 * 600 + 0.1 * 200)
     assert job_estimate(Job(**{**job.__dict__, "approach": "never-run"}), bench(1000, 400), speeds) is None
-    assert wall_seconds("a", 440.0, speeds) == 220.0  # its approach's jobs ran on 2 devices
+    assert wall_seconds(job, 440.0, speeds) == 220.0  # its approach's jobs ran on 2 devices
+    with pytest.raises(ValueError, match="'never-run' was never measured"):
+        wall_seconds(Job(**{**job.__dict__, "approach": "never-run"}), 440.0, speeds)
+
+
+def test_a_job_is_estimated_from_its_own_benchmark_where_that_cell_was_measured():
+    # on "long" the approach took 4x the seconds per example of "b": 120 s x 2 devices over 300 examples
+    speeds = throughputs([row(), row(benchmark="long", device=280.0, wall=140.0, fit=120.0)])
+    assert speeds.cells["a", "b"].seconds_per_example == pytest.approx(0.2)
+    assert speeds.cells["a", "long"].seconds_per_example == pytest.approx(0.8)
+    assert speeds.approaches["a"].seconds_per_example == pytest.approx(0.5) and speeds.approaches["a"].jobs == 2  # median of both
+    job = Job("a", "long", 0, 0, {"epochs": 1.0, "train_batch_size": 16}, "hf-span", {}, "0" * 64)
+    assert job_estimate(job, bench(300, 200), speeds) == pytest.approx(20 + 0.8 * 300 + 0.1 * 200)
+    unseen = Job(**{**job.__dict__, "benchmark": "never-run-on"})  # a cell never measured: the approach's medians
+    assert job_estimate(unseen, bench(300, 200), speeds) == pytest.approx(20 + 0.5 * 300 + 0.1 * 200)
+    assert Speeds().of("a", "b") is None
 
 
 def test_the_makespan_packs_the_longest_jobs_first_onto_the_slot_free_first():

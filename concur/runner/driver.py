@@ -9,7 +9,7 @@ job arrays (`concur.runner.slurm`); each finished job is indexed as it ends.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +18,7 @@ from concur.data.sources import SourceLocator
 from concur.devices import visible_gpus
 from concur.registry.registry import Registry
 from concur.runner.availability import check_sources
-from concur.runner.estimate import Throughput, job_estimate, throughputs, wall_seconds
+from concur.runner.estimate import Speeds, job_estimate, throughputs, wall_seconds
 from concur.runner.executors import Execution, Executor
 from concur.runner.grid import GridPoint, GridRequest, expand_grid
 from concur.runner.jobs import make_job
@@ -75,16 +75,14 @@ def _prepare(points: Sequence[GridPoint], locator: SourceLocator, data_dir: Path
     return prepared
 
 
-def _tasks(
-    points: Sequence[GridPoint], prepared: dict[str, PreparedBenchmark], request: GridRequest, measured: Mapping[str, Throughput]
-) -> list[Task]:
+def _tasks(points: Sequence[GridPoint], prepared: dict[str, PreparedBenchmark], request: GridRequest, measured: Speeds) -> list[Task]:
     """One task per grid point, with its estimated wall seconds (0 when its approach was never measured)."""
     tasks = []
     for point in points:
         bench = prepared[point.bench.id]
         job = make_job(point.approach, bench, seed=point.seed, setting=point.setting, budget=request.budget, precision=request.precision)
         estimate = job_estimate(job, bench, measured)
-        tasks.append(Task(job, point.approach, 0.0 if estimate is None else wall_seconds(job.approach, estimate, measured)))
+        tasks.append(Task(job, point.approach, 0.0 if estimate is None else wall_seconds(job, estimate, measured)))
     return tasks
 
 

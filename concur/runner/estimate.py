@@ -2,15 +2,18 @@
 
 A job's time has three parts, each measured by every finished job and stored in the index:
 a fixed part (starting the worker, from its process's start or fork to the job's clock, then
-reading the data, loading weights, making features), the
-optimisation loop (`fit_seconds`), which grows with the training examples it passes over (the
-spec's epochs times the training questions, or its fixed steps times its batch), and
-prediction (`eval_seconds`), which grows with the test questions. Each approach's
-throughput is the median of each part over its finished jobs (robust to one slow node), and
-a planned job's estimate is the fixed part plus each rate times its own examples and test
-questions: a budget of 300 questions and one epoch is estimated as such, not at the rate of
-a full-size run. Results from before `fit_seconds` was stored count all their time as
-training. Approaches not measured yet have no estimate; planning says so rather than guess.
+reading the data, loading weights, making features), the optimisation loop (`fit_seconds`),
+which grows with the training examples it passes over (the spec's epochs times the training
+questions, or its fixed steps times its batch), and prediction (`eval_seconds`), which grows
+with the test questions. A throughput is the median of each part over finished jobs (robust
+to one slow node), and a planned job's estimate is the fixed part plus each rate times its own
+examples and test questions: a budget of 300 questions and one epoch is estimated as such, not
+at the rate of a full-size run. A question's cost depends on its benchmark's text lengths (a
+reader's passage, a pretrained model's windows: one epoch of 300 questions of MiniLM took 19 s
+on bAbI task 1 and 223 s on the synthetic Wikidata set), so a job is estimated from its
+(approach, benchmark) cell's finished jobs where it has some, and from its approach's over
+every benchmark otherwise. Results from before `fit_seconds` was stored count all their time
+as training. Approaches not measured yet have no estimate; planning says so rather than guess.
 A run of forked workers also waits once, before its first job, for its zygote's imports
 (`run_start_seconds`).
 
@@ -26,7 +29,7 @@ import heapq
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from concur.components import resolve
@@ -37,7 +40,7 @@ from concur.runner.jobs import Job
 
 @dataclass(frozen=True)
 class Throughput:
-    """One approach's measured speed, in device-seconds."""
+    """An approach's measured speed, over its jobs on one benchmark or on all, in device-seconds."""
 
     fixed_seconds: float  # per job, whatever its size
     seconds_per_example: float  # per training example passed over by the optimisation loop
@@ -47,6 +50,18 @@ class Throughput:
 
     def estimate(self, examples: float, test_questions: int) -> float:
         return self.fixed_seconds + self.seconds_per_example * examples + self.seconds_per_test_question * test_questions
+
+
+@dataclass(frozen=True)
+class Speeds:
+    """Measured throughputs: per (approach, benchmark) cell, and per approach over every benchmark."""
+
+    cells: Mapping[tuple[str, str], Throughput] = field(default_factory=dict)
+    approaches: Mapping[str, Throughput] = field(default_factory=dict)
+
+    def of(self, approach: str, benchmark: str) -> Throughput | None:
+        """The cell's throughput where it was measured, else its approach's; None for an approach never measured."""
+        return self.cells.get((approach, benchmark)) or self.approaches.get(approach)
 
 
 def training_examples(implementation: str | None, hparams: Mapping[str, Any], train_questions: int) -> float | None:
@@ -62,9 +77,9 @@ def training_examples(implementation: str | None, hparams: Mapping[str, Any], tr
     return float(steps * resolve("approach", implementation).batch_size(hparams))
 
 
-def throughputs(rows: Iterable[Mapping[str, Any]]) -> dict[str, Throughput]:
-    """Each approach's throughput over its finished ("ok") jobs that recorded their accounting."""
-    parts: dict[str, list[tuple[float, float, float, float]]] = defaultdict(list)
+def throughputs(rows: Iterable[Mapping[str, Any]]) -> Speeds:
+    """Each cell's and each approach's throughput over its finished ("ok") jobs that recorded their accounting."""
+    parts: dict[tuple[str, str], list[tuple[float, float, float, float]]] = defaultdict(list)
     for row in rows:
         seconds, questions = row.get("device_seconds"), row.get("train_questions")
         if row.get("status") != "ok" or not seconds or not questions or not row.get("hparams"):
@@ -73,16 +88,21 @@ def throughputs(rows: Iterable[Mapping[str, Any]]) -> dict[str, Throughput]:
         if not examples:
             continue
         wall, fit, evaluated, tested = row.get("wall_seconds"), row.get("fit_seconds"), row.get("eval_seconds"), row.get("n_questions")
+        cell = (row["approach"], row.get("benchmark") or "")
         if wall and fit is not None and evaluated is not None and tested:
             devices = seconds / wall
             fixed = max(0.0, seconds - (fit + evaluated) * devices) + (row.get("startup_seconds") or 0.0) * devices
-            parts[row["approach"]].append((fixed, fit * devices / examples, evaluated * devices / tested, devices))
+            parts[cell].append((fixed, fit * devices / examples, evaluated * devices / tested, devices))
         else:  # recorded before fit_seconds was: all of it counts as training
-            parts[row["approach"]].append((0.0, seconds / examples, 0.0, 1.0))
-    return {
-        approach: Throughput(*(statistics.median(column) for column in zip(*measured)), jobs=len(measured))
-        for approach, measured in parts.items()
-    }
+            parts[cell].append((0.0, seconds / examples, 0.0, 1.0))
+    by_approach: dict[str, list[tuple[float, float, float, float]]] = defaultdict(list)
+    for (approach, _), measured in parts.items():
+        by_approach[approach] += measured
+    return Speeds({cell: _median(measured) for cell, measured in parts.items()}, {a: _median(m) for a, m in by_approach.items()})
+
+
+def _median(measured: Sequence[tuple[float, float, float, float]]) -> Throughput:
+    return Throughput(*(statistics.median(column) for column in zip(*measured)), jobs=len(measured))
 
 
 def run_start_seconds(rows: Iterable[Mapping[str, Any]]) -> float:
@@ -91,20 +111,24 @@ def run_start_seconds(rows: Iterable[Mapping[str, Any]]) -> float:
     return statistics.median(starts) if starts else 0.0
 
 
-def job_estimate(job: Job, bench: PreparedBenchmark, measured: Mapping[str, Throughput]) -> float | None:
+def job_estimate(job: Job, bench: PreparedBenchmark, measured: Speeds) -> float | None:
     """A job's estimated device-seconds for the questions it sees: its budget's subsets where it has them."""
-    if job.approach not in measured:
+    speed = measured.of(job.approach, job.benchmark)
+    if speed is None:
         return None
     splits = bench.manifest["splits"]
     train = job.subset.get("train", {}).get(QUESTIONS, splits["train"][QUESTIONS])
     test = job.subset.get("test", {}).get(QUESTIONS, splits["test"][QUESTIONS])
     examples = training_examples(job.implementation, job.hparams, train)
-    return None if examples is None else measured[job.approach].estimate(examples, test)
+    return None if examples is None else speed.estimate(examples, test)
 
 
-def wall_seconds(approach: str, device_seconds: float, measured: Mapping[str, Throughput]) -> float:
-    """The wall time of a job estimated at `device_seconds`, on as many devices (threads) as its approach's jobs had."""
-    return device_seconds / measured[approach].devices
+def wall_seconds(job: Job, device_seconds: float, measured: Speeds) -> float:
+    """The wall time of a job estimated at `device_seconds`, on as many devices (threads) as the jobs it was estimated from had."""
+    speed = measured.of(job.approach, job.benchmark)
+    if speed is None:
+        raise ValueError(f"approach {job.approach!r} was never measured: its jobs have no estimate to turn into wall time")
+    return device_seconds / speed.devices
 
 
 def makespan(durations: Sequence[float], slots: int, busy: Sequence[float] = ()) -> float:

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,7 +55,7 @@ from concur.registry.registry import Registry
 from concur.registry.tables import DESCRIPTIVE_KEYS, Table
 from concur.runner.availability import MissingSource, missing_sources
 from concur.runner.budget import Budget
-from concur.runner.estimate import Throughput, job_estimate, makespan, run_start_seconds, throughputs, wall_seconds
+from concur.runner.estimate import Speeds, job_estimate, makespan, run_start_seconds, throughputs, wall_seconds
 from concur.runner.grid import GridPoint, GridRequest, expand_grid
 from concur.runner.jobdir import JobDir, JobState
 from concur.runner.jobs import Job, make_job
@@ -186,7 +186,7 @@ def plan_study(
     registry: Registry,
     study: Study,
     workspace: Workspace,
-    speeds: Mapping[str, Throughput] | None = None,
+    speeds: Speeds | None = None,
     run_start: float = 0.0,
 ) -> Plan:
     """Every job of the study with its state, its result once finished and, where the approach was
@@ -205,8 +205,8 @@ def plan_study(
         job_dir = JobDir(workspace.jobs_dir / job.key)
         result = job_dir.result()
         measured = ((result or {}).get("accounting") or {}).get("device_seconds")
-        estimate = job_estimate(job, bench, speeds or {})
-        wall = wall_seconds(point.approach.id, estimate, speeds or {}) if estimate is not None else None
+        estimate = job_estimate(job, bench, speeds or Speeds())
+        wall = wall_seconds(job, estimate, speeds or Speeds()) if estimate is not None else None
         plan.jobs.append(PlannedJob(point, job, job_dir.state().value, estimate, measured, result, wall))
     return plan
 
