@@ -92,13 +92,26 @@ def _forward(ctx: Any, projected: torch.Tensor, weights: torch.Tensor, biases: t
     outputs = projected.new_empty(steps + 1, 2, batch, hidden, dtype=dtype)  # h_0 = 0, then h_1 ... h_T
     outputs[0].zero_()
     weights_t = weights.transpose(1, 2)
+    # every step's views made at once (one call each, not eight tensor indexings a step)
+    h, products, rz, recurrent_n = (
+        outputs.unbind(),
+        recurrent.unbind(),
+        recurrent[..., : 2 * hidden].unbind(),
+        recurrent[..., 2 * hidden :].unbind(),
+    )
+    rz_gates, r, z, inputs, n = (
+        gates.unbind(),
+        gates[..., :hidden].unbind(),
+        gates[..., hidden:].unbind(),
+        inputs_n.unbind(),
+        candidates.unbind(),
+    )
     for t in range(steps):
-        h = outputs[t]
-        recurrent[t].baddbmm_(h, weights_t)
-        torch.sigmoid(recurrent[t, ..., : 2 * hidden], out=gates[t])
-        n = torch.addcmul(inputs_n[t], gates[t, ..., :hidden], recurrent[t, ..., 2 * hidden :])
-        torch.tanh(n, out=candidates[t])
-        torch.lerp(candidates[t], h, gates[t, ..., hidden:], out=outputs[t + 1])  # (1 - z) n + z h
+        products[t].baddbmm_(h[t], weights_t)
+        torch.sigmoid(rz[t], out=rz_gates[t])
+        torch.addcmul(inputs[t], r[t], recurrent_n[t], out=n[t])
+        n[t].tanh_()
+        torch.lerp(n[t], h[t], z[t], out=h[t + 1])  # (1 - z) n + z h
     ctx.save_for_backward(weights, recurrent[..., 2 * hidden :], gates, candidates, outputs, padding)
     ctx.projected_dtype = projected.dtype
     result = projected.new_empty(batch, steps, 2, hidden, dtype=dtype)
@@ -127,11 +140,18 @@ def _backward(ctx: Any, grad_result: torch.Tensor) -> tuple[torch.Tensor, torch.
     grad_recurrent = grad_outputs.new_empty(steps, 2, batch, 3, hidden)
     grad_h = grad_outputs.new_empty(steps, 2, batch, hidden)  # d loss / d h_t, through h_t's output and h_{t+1}
     grad_h[-1] = grad_outputs[-1]
+    g, g_out, g_pre, g_flat = (
+        grad_h.unbind(),
+        grad_outputs.unbind(),
+        grad_recurrent.unbind(),
+        grad_recurrent.view(steps, 2, batch, -1).unbind(),
+    )
+    to_pre, keep_z = factors.unbind(), z.unbind()
     for t in reversed(range(steps)):
-        torch.mul(grad_h[t].unsqueeze(-2), factors[t], out=grad_recurrent[t])
+        torch.mul(g[t].unsqueeze(-2), to_pre[t], out=g_pre[t])
         if t:
-            torch.addcmul(grad_outputs[t - 1], grad_h[t], z[t], out=grad_h[t - 1])
-            grad_h[t - 1].baddbmm_(grad_recurrent[t].view(2, batch, 3 * hidden), weights)
+            torch.addcmul(g_out[t - 1], g[t], keep_z[t], out=g[t - 1])
+            g[t - 1].baddbmm_(g_flat[t], weights)
     grad_recurrent = grad_recurrent.view(steps, 2, batch, 3 * hidden)
     grad_projected = grad_result.new_empty(batch, steps, 2, 3 * hidden, dtype=ctx.projected_dtype)
     grad_inputs_n = grad_h.mul_(to_n)
