@@ -88,7 +88,7 @@ def throughputs(rows: Iterable[Mapping[str, Any]]) -> Speeds:
         if not examples:
             continue
         wall, fit, evaluated, tested = row.get("wall_seconds"), row.get("fit_seconds"), row.get("eval_seconds"), row.get("n_questions")
-        cell = (row["approach"], row.get("benchmark") or "")
+        cell = (row["approach"], row["benchmark"])
         if wall and fit is not None and evaluated is not None and tested:
             devices = seconds / wall
             fixed = max(0.0, seconds - (fit + evaluated) * devices) + (row.get("startup_seconds") or 0.0) * devices

@@ -85,7 +85,7 @@ COLUMNS: dict[str, type] = {
     "eval_seconds": float,
     "wall_seconds": float,  # the whole job, start to result
     "startup_seconds": float,  # its worker process's life before the job's clock started (concur.runner.estimate)
-    "pool_start_seconds": float,  # a forked worker's zygote: its start to its first fork, once per run
+    "pool_start_seconds": float,  # a forked worker's zygote: its start to the end of its imports, paid once per run
     "device": str,
     "device_kind": str,
     "device_seconds": float,

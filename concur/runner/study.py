@@ -193,6 +193,7 @@ def plan_study(
     measured, its estimated device-seconds; `run_start` is what a run waits before its first job."""
     benches: dict[str, PreparedBenchmark | None] = {}
     plan = Plan(run_start_seconds=run_start)
+    speeds = speeds or Speeds()
     for point in expand_grid(registry, study.grid):
         if point.bench.id not in benches:
             benches[point.bench.id] = prepared(workspace.data_dir, point.bench)
@@ -205,8 +206,8 @@ def plan_study(
         job_dir = JobDir(workspace.jobs_dir / job.key)
         result = job_dir.result()
         measured = ((result or {}).get("accounting") or {}).get("device_seconds")
-        estimate = job_estimate(job, bench, speeds or Speeds())
-        wall = wall_seconds(job, estimate, speeds or Speeds()) if estimate is not None else None
+        estimate = job_estimate(job, bench, speeds)
+        wall = wall_seconds(job, estimate, speeds) if estimate is not None else None
         plan.jobs.append(PlannedJob(point, job, job_dir.state().value, estimate, measured, result, wall))
     return plan
 
