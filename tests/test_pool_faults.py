@@ -16,7 +16,7 @@ import pytest
 from concur.runner.execute import RunOptions, execute_job
 from concur.runner.jobdir import JobDir, JobState
 from concur.runner.jobs import make_job
-from concur.runner.process_age import process_age_seconds
+from concur.runner.process_age import POOL_START_ENV, pool_start_seconds, process_age_seconds
 from concur.runner.store import Store
 from tests.conftest import write_tiny_reader
 from tests.test_runner import _setup
@@ -216,3 +216,12 @@ def test_a_process_age_is_read_after_its_command_name_in_clock_ticks_since_boot(
     stat = "4242 (odd) name (x) " + " ".join(fields)
     assert process_age_seconds(stat, boot_clock=12.5, ticks_per_second=100) == pytest.approx(7.5)
     assert process_age_seconds(stat, boot_clock=4.0, ticks_per_second=100) == 0.0  # never negative
+
+
+def test_a_workers_pool_start_is_read_from_its_environment_and_junk_counts_as_unmeasured(monkeypatch):
+    monkeypatch.setenv(POOL_START_ENV, "8.025")
+    assert pool_start_seconds() == 8.025
+    monkeypatch.setenv(POOL_START_ENV, "soon")  # not ours: no number to plan with, and no failed job either
+    assert pool_start_seconds() is None
+    monkeypatch.delenv(POOL_START_ENV)
+    assert pool_start_seconds() is None  # a new process: nothing waited once

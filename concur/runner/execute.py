@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-import os
 import resource
 import time
 import traceback
@@ -38,7 +37,7 @@ from concur.runner.claims import Claim, ClaimBook
 from concur.runner.faults import FaultPoint, fault_point
 from concur.runner.jobdir import JobDir
 from concur.runner.jobs import Job
-from concur.runner.process_age import POOL_START_ENV, process_age_seconds
+from concur.runner.process_age import pool_start_seconds, process_age_seconds
 from concur.workspace import Workspace
 
 MISSING_SAMPLE = 10  # qids listed in a result when predictions are missing
@@ -243,7 +242,7 @@ class _Meter:
         if self.cuda:
             torch.cuda.reset_peak_memory_stats(torch.device(device))
         self.startup = process_age_seconds()
-        self.pool_start = float(os.environ[POOL_START_ENV]) if POOL_START_ENV in os.environ else None
+        self.pool_start = pool_start_seconds()
         self.started = time.perf_counter()
 
     def read(self) -> dict[str, Any]:

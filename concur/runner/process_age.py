@@ -29,3 +29,11 @@ def process_age_seconds(stat: str | None = None, boot_clock: float | None = None
         return None
     fields = stat.rsplit(")", 1)[-1].split()  # after the command name, which may hold spaces: field 3 onwards
     return max(0.0, boot_clock - int(fields[22 - 3]) / ticks_per_second)  # field 22: start time, in ticks since boot
+
+
+def pool_start_seconds() -> float | None:
+    """What this forked worker's zygote recorded in POOL_START_ENV; None in a new process, or if the value is not a number."""
+    try:
+        return float(os.environ[POOL_START_ENV])
+    except (KeyError, ValueError):
+        return None
