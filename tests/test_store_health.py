@@ -12,6 +12,7 @@ import io
 import json
 import os
 import random
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -288,6 +289,28 @@ def test_store_names_a_damaged_index_instead_of_reading_it_as_empty(runs):
     finished = finished_jobs(runs.db_path, runs.jobs_dir)
     assert finished.index_problem is not None and {row["key"] for row in finished.rows} == _finished_keys()
     assert runs.db_path.read_bytes() == b""
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ('{"steps": 0, "weight_decay": 0.', "truncated JSON at line 1 column 31"),  # cut inside a number: json stops at "."
+        ('{"a": 1.5e', "truncated JSON at line 1 column 10"),  # and at "e"
+        ('{"a": -', "truncated JSON at line 1 column 7"),
+        ('{"a": tr', "truncated JSON at line 1 column 7"),
+        ('{"a": "unfinish', "truncated JSON at line 1 column 7"),
+        ('{"a": 1, "b": 2', "truncated JSON at line 1 column 16"),
+        ("<html>503</html>", "not JSON: Expecting value at line 1 column 1"),
+        ('{"a": 0.}', "not JSON: Expecting ',' delimiter at line 1 column 8"),
+        ('{"a": 1}junk', "not JSON: Extra data at line 1 column 9"),
+    ],
+)
+def test_a_file_cut_anywhere_reads_as_truncated_and_junk_as_not_json(tmp_path, text, problem):
+    job = JobDir(tmp_path / "job")
+    job.path.mkdir()
+    job.result_path.write_text(text)
+    with pytest.raises(DamagedFileError, match=re.escape(f"({problem})")):
+        job.result()
 
 
 def test_a_damaged_result_stops_the_runner_instead_of_reading_as_no_result(runs):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 from dataclasses import dataclass
 from enum import StrEnum
@@ -43,6 +44,8 @@ RESULT_JOB_FIELDS = ("key", "approach", "benchmark", "hparam_id", "seed", "hpara
 RESULT_JOB_TYPES = {"key": str, "approach": str, "benchmark": str, "hparam_id": int, "seed": int}  # what the index sorts and keys by
 SCORE_FIELDS = ("exact_match", "f1")  # what an "ok" result must score
 TRUNCATED_STRING = "Unterminated string"  # json's message for a file cut inside a string
+# What json stops at when a file is cut inside a number or a literal: the rest of the file is one partial token.
+PARTIAL_TOKEN = re.compile(r"[0-9.eE+\-]+|t(?:r(?:ue?)?)?|f(?:a(?:l(?:se?)?)?)?|n(?:u(?:ll?)?)?")
 
 PREVIOUS_DIR = "previous"  # failed results set aside when a job is run again (--retry-failed)
 
@@ -178,7 +181,8 @@ def json_problem(error: json.JSONDecodeError) -> str:
     where = f"at line {error.lineno} column {error.colno}"
     if not error.doc.strip():
         return "empty file"
-    if error.pos >= len(error.doc.rstrip()) or error.msg.startswith(TRUNCATED_STRING):
+    cut_inside_a_token = PARTIAL_TOKEN.fullmatch(error.doc[error.pos :].rstrip()) is not None  # "0." or "1e" or "tr" at the end
+    if error.pos >= len(error.doc.rstrip()) or error.msg.startswith(TRUNCATED_STRING) or cut_inside_a_token:
         return f"truncated JSON {where}"
     return f"not JSON: {error.msg} {where}"
 
