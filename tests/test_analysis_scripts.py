@@ -274,3 +274,33 @@ def test_speed_study_names_a_bad_study_in_concurs_one_line_before_any_job(tmp_pa
         f"`concur study plan {study}` failed: error: {study}, field 'approaches': unknown approach 'bidaff'; did you mean 'bidaf'?"
     )
     assert not (tmp_path / "out" / "runs" / "concur.sqlite").exists() and not (tmp_path / "out" / "speed-study.json").exists()
+
+
+def _job_row(approach: str, benchmark: str, *, device: float, wall: float, fit: float) -> dict:
+    return {
+        "approach": approach, "benchmark": benchmark, "implementation": "hf-span" if approach == "a" else "rasor", "status": "ok",
+        "device_seconds": device, "wall_seconds": wall, "fit_seconds": fit, "eval_seconds": 10.0, "n_questions": 200,
+        "train_questions": 300, "hparams": {"epochs": 1.0},
+    }  # fmt: skip
+
+
+def test_plan_holdout_estimates_each_cell_from_the_others_both_ways(monkeypatch):
+    holdout = _load_script(monkeypatch, "plan_holdout")
+    # a: 2 devices, 0.2 s per example on b, 0.8 on long; r: 1 device, 0.1 and 0.4 (the same 4x); fixed 20 and 60 s
+    rows = [
+        _job_row("a", "b", device=100.0, wall=50.0, fit=30.0), _job_row("a", "long", device=280.0, wall=140.0, fit=120.0),
+        _job_row("r", "b", device=100.0, wall=100.0, fit=30.0), _job_row("r", "long", device=190.0, wall=190.0, fit=120.0),
+    ]  # fmt: skip
+    records = {(r["approach"], r["benchmark"]): r for r in holdout.held_out(rows)}
+    assert len(records) == 4
+    # r on long held out: its approach's medians are r on b's (60 + 0.1 x 300 + 0.05 x 200); the two-way model scales them 4x
+    assert records["r", "long"]["measured_seconds"] == 190.0
+    assert records["r", "long"]["approach_median_seconds"] == pytest.approx(100.0)
+    assert records["r", "long"]["two_way_seconds"] == pytest.approx(190.0)
+    assert records["a", "b"]["approach_median_seconds"] == pytest.approx(280.0)
+    assert records["a", "b"]["two_way_seconds"] == pytest.approx(100.0)
+    # approach-median errors 90/190, 180/280, 180/100, 90/100: median (0.643 + 0.9) / 2, largest 1.8; the two-way model's all 0
+    summary = holdout.summary(list(records.values()), "approach_median_seconds")
+    assert summary == pytest.approx({"median_abs_error": (180 / 280 + 0.9) / 2, "max_abs_error": 1.8})
+    assert holdout.summary(list(records.values()), "two_way_seconds")["max_abs_error"] == pytest.approx(0.0, abs=1e-6)
+    assert holdout.held_out([rows[0]]) == []  # one cell: nothing to estimate it from

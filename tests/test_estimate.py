@@ -143,3 +143,18 @@ def test_the_progress_eta_packs_pending_jobs_onto_the_running_slots(monkeypatch)
     view.update([task("r1", 30.0), task("r2", 5.0)], [task("p1", 8.0), task("p2", 8.0), task("p3", 0.0)], [])
     # slots free at 20 and 4; 8 -> the slot free at 4 (12), 8 -> at 12 (20): both slots end at 20
     assert view.eta_seconds() == (20.0, 1)
+
+
+def test_a_cell_never_measured_scales_its_approach_by_the_benchmark_as_other_approaches_measured_it():
+    # approach a: 0.2 s per example on b, 0.8 on long (4x); approach r (1 device) ran only on b: 0.1 s per example,
+    # 0.05 per test question, fixed 100 - 40 = 60 s; so r on long is estimated at 0.4 per example, 0.05 per test question
+    rows = [row(), row(benchmark="long", device=280.0, wall=140.0, fit=120.0), row("r", device=100.0, wall=100.0)]
+    speeds = throughputs(rows)
+    assert ("r", "long") not in speeds.cells
+    modeled = speeds.of("r", "long")
+    assert (modeled.fixed_seconds, modeled.seconds_per_example, modeled.seconds_per_test_question) == pytest.approx((60.0, 0.4, 0.05))
+    assert modeled.devices == 1.0
+    job = Job("r", "long", 0, 0, {"epochs": 1.0, "batch_size": 16}, "rasor", {}, "0" * 64)
+    assert job_estimate(job, bench(300, 200), speeds) == pytest.approx(60 + 0.4 * 300 + 0.05 * 200)
+    # a benchmark no approach ran on: nothing links it, so the approach's own medians
+    assert speeds.of("r", "never-run-on") == speeds.approaches["r"]

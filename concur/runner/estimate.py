@@ -11,9 +11,12 @@ examples and test questions: a budget of 300 questions and one epoch is estimate
 at the rate of a full-size run. A question's cost depends on its benchmark's text lengths (a
 reader's passage, a pretrained model's windows: one epoch of 300 questions of MiniLM took 19 s
 on bAbI task 1 and 223 s on the synthetic Wikidata set), so a job is estimated from its
-(approach, benchmark) cell's finished jobs where it has some, and from its approach's over
-every benchmark otherwise. Results from before `fit_seconds` was stored count all their time
-as training. Approaches not measured yet have no estimate; planning says so rather than guess.
+(approach, benchmark) cell's finished jobs where it has some. A cell never measured takes its
+approach's fixed part, and its rates from a two-way model of every measured cell's (`two_way`:
+the approach's effect times the benchmark's, as the other approaches measured it), or its
+approach's medians over every benchmark where no measured cell links the two. Results from
+before `fit_seconds` was stored count all their time as training. Approaches not measured yet
+have no estimate; planning says so rather than guess.
 A run of forked workers also waits once, before its first job, for its zygote's imports
 (`run_start_seconds`).
 
@@ -29,13 +32,14 @@ import heapq
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from concur.components import resolve
 from concur.data.prepare import PreparedBenchmark
 from concur.runner.budget import QUESTIONS
 from concur.runner.jobs import Job
+from concur.runner.two_way import TwoWay, fit_two_way
 
 
 @dataclass(frozen=True)
@@ -54,14 +58,30 @@ class Throughput:
 
 @dataclass(frozen=True)
 class Speeds:
-    """Measured throughputs: per (approach, benchmark) cell, and per approach over every benchmark."""
+    """Measured throughputs: per (approach, benchmark) cell and per approach over every benchmark, and the
+    two-way models of the cells' rates that estimate the cells never measured."""
 
     cells: Mapping[tuple[str, str], Throughput] = field(default_factory=dict)
     approaches: Mapping[str, Throughput] = field(default_factory=dict)
+    per_example: TwoWay = field(default_factory=lambda: fit_two_way({}))
+    per_test_question: TwoWay = field(default_factory=lambda: fit_two_way({}))
 
     def of(self, approach: str, benchmark: str) -> Throughput | None:
-        """The cell's throughput where it was measured, else its approach's; None for an approach never measured."""
-        return self.cells.get((approach, benchmark)) or self.approaches.get(approach)
+        """The cell's throughput where it was measured; else its approach's, with the two-way models' rates where
+        they link the approach and the benchmark; None for an approach never measured."""
+        measured = self.cells.get((approach, benchmark))
+        if measured is not None:
+            return measured
+        speed = self.approaches.get(approach)
+        if speed is None:
+            return None
+        per_example = self.per_example.predict(approach, benchmark)
+        per_test_question = self.per_test_question.predict(approach, benchmark)
+        return replace(
+            speed,
+            seconds_per_example=speed.seconds_per_example if per_example is None else per_example,
+            seconds_per_test_question=speed.seconds_per_test_question if per_test_question is None else per_test_question,
+        )
 
 
 def training_examples(implementation: str | None, hparams: Mapping[str, Any], train_questions: int) -> float | None:
@@ -98,7 +118,13 @@ def throughputs(rows: Iterable[Mapping[str, Any]]) -> Speeds:
     by_approach: dict[str, list[tuple[float, float, float, float]]] = defaultdict(list)
     for (approach, _), measured in parts.items():
         by_approach[approach] += measured
-    return Speeds({cell: _median(measured) for cell, measured in parts.items()}, {a: _median(m) for a, m in by_approach.items()})
+    cells = {cell: _median(measured) for cell, measured in parts.items()}
+    return Speeds(
+        cells,
+        {approach: _median(measured) for approach, measured in by_approach.items()},
+        fit_two_way({cell: speed.seconds_per_example for cell, speed in cells.items()}),
+        fit_two_way({cell: speed.seconds_per_test_question for cell, speed in cells.items()}),
+    )
 
 
 def _median(measured: Sequence[tuple[float, float, float, float]]) -> Throughput:
