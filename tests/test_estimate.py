@@ -158,3 +158,5 @@ def test_a_cell_never_measured_scales_its_approach_by_the_benchmark_as_other_app
     assert job_estimate(job, bench(300, 200), speeds) == pytest.approx(60 + 0.4 * 300 + 0.05 * 200)
     # a benchmark no approach ran on: nothing links it, so the approach's own medians
     assert speeds.of("r", "never-run-on") == speeds.approaches["r"]
+    assert [speeds.basis("a", "b"), speeds.basis("r", "long"), speeds.basis("r", "never-run-on")] == ["cell", "model", "approach"]
+    assert speeds.basis("never-run", "b") is None and speeds.of("never-run", "b") is None

@@ -78,6 +78,24 @@ def test_a_study_runs_once_and_its_plan_and_cost_show_what_was_spent(concur, tmp
     start = statistics.median(row["pool_start_seconds"] for row in rows)
     assert start > 0 and ahead["run_start_seconds"] == pytest.approx(start)
     assert ahead["parallel"] == 2 and ahead["estimate_wall_seconds"] == pytest.approx(start + max(walls))
+    assert [job["estimate_from"] for job in ahead["jobs"]] == ["cell", "cell"]  # each job's own cell ran with seed 0
     text = concur(*common, "study", "plan", str(reseeded)).stdout
     wall = f"{(start + sum(walls)) / 60:,.1f} min ({start:,.0f} s of it starting the warm workers)"
     assert f"wall time to go, 1 job at a time: {wall}" in text
+    assert "estimates of the" not in text  # said only where some estimate does not come from its own cell
+
+
+def test_the_plan_says_how_many_estimates_come_from_the_model_or_the_approach_alone():
+    from concur.cli.study_cmds import _bases_line
+    from concur.runner.study import Plan, PlannedJob
+
+    def planned(state: str, basis: str | None) -> PlannedJob:
+        return PlannedJob(None, None, state, None if basis is None else 60.0, estimate_basis=basis)  # type: ignore[arg-type]
+
+    jobs = [planned("pending", "cell")] * 3 + [planned("pending", "model")] * 2 + [planned("pending", "approach")]
+    jobs += [planned("done", "model"), planned("pending", None)]  # finished, and never measured: neither counts
+    assert _bases_line(Plan(jobs)) == (
+        "estimates of the 6 jobs to run that have one: 3 from their own cell's finished jobs, "
+        "2 from the approach x benchmark model, 1 from their approach's medians alone"
+    )
+    assert _bases_line(Plan([planned("pending", "cell")])) == "" and _bases_line(Plan([])) == ""

@@ -38,6 +38,7 @@ from concur.cli.run_options import (
 from concur.errors import JobsFailedError
 from concur.runner.availability import missing_message
 from concur.runner.budget import Budget
+from concur.runner.estimate import FROM_APPROACH, FROM_CELL, FROM_MODEL
 from concur.runner.executors import Execution, Executor
 from concur.runner.slurm import collect_submitted
 from concur.runner.status import SECONDS_PER_HOUR
@@ -166,6 +167,7 @@ def _show(ctx: typer.Context, file: Path, output: Format, source_dir: list[Path]
                         "state": planned.state,
                         "estimate_seconds": planned.estimate_seconds,
                         "estimate_wall_seconds": planned.estimate_wall_seconds,
+                        "estimate_from": planned.estimate_basis,
                         "device_seconds": planned.measured_seconds,
                     }
                     for planned in plan.jobs
@@ -175,6 +177,9 @@ def _show(ctx: typer.Context, file: Path, output: Format, source_dir: list[Path]
     else:
         out.print(_summary(study.name, plan, study.grid.budget))
         out.print(_wall_line(plan, parallel))
+        bases = _bases_line(plan)
+        if bases:
+            out.print(bases)
         print_table(
             None, ["approach", "jobs", "done", "failed", "to run", "device-h spent", "device-h to go"], [_row(t) for t in plan.tallies()]
         )
@@ -203,6 +208,20 @@ def _wall_line(plan: Plan, parallel: int) -> str:
     unknown = f", plus {unmeasured:,} jobs of approaches never measured" if unmeasured else ""
     start = f" ({plan.run_start_seconds:,.0f} s of it starting the warm workers)" if seconds and plan.run_start_seconds else ""
     return f"wall time to go, {at_once}: {_duration(seconds)}{start}{unknown}"
+
+
+def _bases_line(plan: Plan) -> str:
+    """What the estimates of the jobs to run come from, where they do not all come from their own cells' jobs."""
+    bases = plan.estimate_bases()
+    if not bases or set(bases) == {FROM_CELL}:
+        return ""
+    words = {
+        FROM_CELL: "their own cell's finished jobs",
+        FROM_MODEL: "the approach x benchmark model",
+        FROM_APPROACH: "their approach's medians alone",
+    }
+    parts = ", ".join(f"{bases[basis]:,} from {words[basis]}" for basis in words if bases[basis])
+    return f"estimates of the {bases.total():,} jobs to run that have one: {parts}"
 
 
 def _duration(seconds: float) -> str:

@@ -41,6 +41,9 @@ from concur.runner.budget import QUESTIONS
 from concur.runner.jobs import Job
 from concur.runner.two_way import TwoWay, fit_two_way
 
+# What a job's estimate comes from (`Speeds.basis`): its own cell's finished jobs, the two-way model, or its approach's medians.
+FROM_CELL, FROM_MODEL, FROM_APPROACH = "cell", "model", "approach"
+
 
 @dataclass(frozen=True)
 class Throughput:
@@ -69,19 +72,29 @@ class Speeds:
     def of(self, approach: str, benchmark: str) -> Throughput | None:
         """The cell's throughput where it was measured; else its approach's, with the two-way models' rates where
         they link the approach and the benchmark; None for an approach never measured."""
+        return self._lookup(approach, benchmark)[0]
+
+    def basis(self, approach: str, benchmark: str) -> str | None:
+        """What `of` answers from: `FROM_CELL`, `FROM_MODEL`, `FROM_APPROACH`, or None (never measured)."""
+        return self._lookup(approach, benchmark)[1]
+
+    def _lookup(self, approach: str, benchmark: str) -> tuple[Throughput | None, str | None]:
         measured = self.cells.get((approach, benchmark))
         if measured is not None:
-            return measured
+            return measured, FROM_CELL
         speed = self.approaches.get(approach)
         if speed is None:
-            return None
+            return None, None
         per_example = self.per_example.predict(approach, benchmark)
         per_test_question = self.per_test_question.predict(approach, benchmark)
-        return replace(
+        if per_example is None and per_test_question is None:
+            return speed, FROM_APPROACH
+        modeled = replace(
             speed,
             seconds_per_example=speed.seconds_per_example if per_example is None else per_example,
             seconds_per_test_question=speed.seconds_per_test_question if per_test_question is None else per_test_question,
         )
+        return modeled, FROM_MODEL
 
 
 def training_examples(implementation: str | None, hparams: Mapping[str, Any], train_questions: int) -> float | None:

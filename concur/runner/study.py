@@ -91,6 +91,7 @@ class PlannedJob:
     measured_seconds: float | None = None  # device-seconds of a finished job
     result: dict[str, Any] | None = None  # its result.json, once finished
     estimate_wall_seconds: float | None = None  # the wall time of estimate_seconds on its approach's devices
+    estimate_basis: str | None = None  # what the estimate comes from (`Speeds.basis`)
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,10 @@ class Plan:
         to_run = [planned for planned in self.jobs if planned.state not in FINISHED]
         known = [planned.estimate_wall_seconds for planned in to_run if planned.estimate_wall_seconds is not None]
         return (self.run_start_seconds if known else 0.0) + makespan(known, slots), len(to_run) - len(known)
+
+    def estimate_bases(self) -> Counter[str]:
+        """How many of the jobs still to run are estimated from each basis (`Speeds.basis`)."""
+        return Counter(planned.estimate_basis for planned in self.jobs if planned.state not in FINISHED and planned.estimate_basis)
 
     def shape(self) -> Shape:
         points = [planned.point for planned in self.jobs]
@@ -208,7 +213,8 @@ def plan_study(
         measured = ((result or {}).get("accounting") or {}).get("device_seconds")
         estimate = job_estimate(job, bench, speeds)
         wall = wall_seconds(job, estimate, speeds) if estimate is not None else None
-        plan.jobs.append(PlannedJob(point, job, job_dir.state().value, estimate, measured, result, wall))
+        basis = speeds.basis(job.approach, job.benchmark) if estimate is not None else None
+        plan.jobs.append(PlannedJob(point, job, job_dir.state().value, estimate, measured, result, wall, basis))
     return plan
 
 
