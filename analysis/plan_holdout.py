@@ -68,6 +68,8 @@ def main() -> None:
     parser.add_argument("runs_dir", type=Path)
     parser.add_argument("--out", type=Path, help="write the records and the summary as JSON here")
     args = parser.parse_args()
+    if not (args.runs_dir / "jobs").is_dir():
+        raise SystemExit(f"{args.runs_dir}: not a runs directory (it has no jobs/ folder)")
     rows = finished_jobs(args.runs_dir / "concur.sqlite", args.runs_dir / "jobs").rows
     records = held_out(rows)
     if not records:
