@@ -20,18 +20,15 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from concur.runner.estimate import Throughput, throughputs, training_examples
+from concur.runner.estimate import Throughput, measured_jobs, throughputs
 from concur.runner.store import finished_jobs
 
 
 def cell_sizes(rows: list[dict[str, Any]]) -> dict[tuple[str, str], tuple[float, float, float]]:
     """Per measured cell: the median (device-seconds, training examples, test questions) of its finished jobs."""
     jobs: dict[tuple[str, str], list[tuple[float, float, float]]] = defaultdict(list)
-    for row in rows:
-        if row.get("status") != "ok" or not row.get("device_seconds") or not row.get("train_questions") or not row.get("hparams"):
-            continue
-        examples = training_examples(row.get("implementation"), row["hparams"], row["train_questions"])
-        if examples and row.get("n_questions"):
+    for row, examples in measured_jobs(rows):
+        if row.get("n_questions"):
             jobs[row["approach"], row["benchmark"]].append((row["device_seconds"], examples, row["n_questions"]))
     return {cell: tuple(statistics.median(column) for column in zip(*sizes)) for cell, sizes in jobs.items()}
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,6 @@ from concur.runner.estimate import (
     run_start_seconds,
     throughputs,
     training_examples,
-    wall_seconds,
 )
 from concur.runner.jobs import Job
 
@@ -72,6 +72,26 @@ def test_each_part_is_the_median_over_finished_jobs_and_failures_do_not_count():
     assert (speed.fixed_seconds, speed.seconds_per_example, speed.seconds_per_test_question) == pytest.approx((20.0, 0.2, 0.1))
 
 
+def _sized_row(trained: int, tested: int, *, constant: float = 2.0) -> dict:
+    # 1 device; training `constant` s + 0.03 s per example, prediction 1 s + 0.02 s per test question, 0.5 s besides
+    fit, evaluated = constant + 0.03 * trained, 1.0 + 0.02 * tested
+    seconds = fit + evaluated + 0.5
+    return row(device=seconds, wall=seconds, fit=fit, evaluated=evaluated, tested=tested, trained=trained)
+
+
+def test_a_cell_whose_jobs_ran_at_several_sizes_tells_their_constant_from_their_rate():
+    speed = throughputs([_sized_row(100, 100), _sized_row(300, 200), _sized_row(300, 200)]).cells["a", "b"]
+    # the lines through the sizes: 2 + 0.03 per example and 1 + 0.02 per test question; both constants join the 0.5 s
+    assert (speed.fixed_seconds, speed.seconds_per_example, speed.seconds_per_test_question) == pytest.approx((3.5, 0.03, 0.02))
+    assert speed.estimate(1000, 400) == pytest.approx(2.0 + 0.03 * 1000 + 1.0 + 0.02 * 400 + 0.5)
+    # one size only: seconds over examples, as before (0.5 s fixed, (2 + 9) / 300 per example, (1 + 4) / 200 per test question)
+    alone = throughputs([_sized_row(300, 200)]).cells["a", "b"]
+    assert (alone.fixed_seconds, alone.seconds_per_example, alone.seconds_per_test_question) == pytest.approx((0.5, 11 / 300, 5 / 200))
+    # a larger job that ran faster (another node, say) gives no line: the medians of seconds over examples stand
+    rows = [_sized_row(100, 200, constant=20.0), _sized_row(300, 200)]
+    assert throughputs(rows).cells["a", "b"].seconds_per_example == pytest.approx(statistics.median([23 / 100, 11 / 300]))
+
+
 def test_examples_are_epochs_times_questions_or_fixed_steps_times_the_batch():
     assert training_examples("hf-span", {"epochs": 2.0, "train_batch_size": 16}, 300) == 600.0
     assert training_examples("rasor", {"epochs": 1.0, "steps": 50, "batch_size": 8}, 300) == 400.0
@@ -92,13 +112,12 @@ def bench(train: int, test: int) -> PreparedBenchmark:
 def test_a_planned_job_is_estimated_for_the_questions_its_budget_leaves_it():
     speeds = throughputs([row()])
     job = Job("a", "b", 0, 0, {"epochs": 2.0, "train_batch_size": 16}, "hf-span", {}, "0" * 64)
-    assert job_estimate(job, bench(1000, 400), speeds) == pytest.approx(20 + 0.2 * 2000 + 0.1 * 400)
+    estimate = job_estimate(job, bench(1000, 400), speeds)
+    assert estimate.device_seconds == pytest.approx(20 + 0.2 * 2000 + 0.1 * 400) and estimate.basis == "cell"
+    assert estimate.wall_seconds == pytest.approx(estimate.device_seconds / 2)  # its approach's jobs ran on 2 devices
     budgeted = Job(**{**job.__dict__, "subset": {"train": {"questions": 300, "seed": 0}, "test": {"questions": 200, "seed": 0}}})
-    assert job_estimate(budgeted, bench(1000, 400), speeds) == pytest.approx(20 + 0.2 * 600 + 0.1 * 200)
+    assert job_estimate(budgeted, bench(1000, 400), speeds).device_seconds == pytest.approx(20 + 0.2 * 600 + 0.1 * 200)
     assert job_estimate(Job(**{**job.__dict__, "approach": "never-run"}), bench(1000, 400), speeds) is None
-    assert wall_seconds(job, 440.0, speeds) == 220.0  # its approach's jobs ran on 2 devices
-    with pytest.raises(ValueError, match="'never-run' was never measured"):
-        wall_seconds(Job(**{**job.__dict__, "approach": "never-run"}), 440.0, speeds)
 
 
 def test_a_job_is_estimated_from_its_own_benchmark_where_that_cell_was_measured():
@@ -108,9 +127,9 @@ def test_a_job_is_estimated_from_its_own_benchmark_where_that_cell_was_measured(
     assert speeds.cells["a", "long"].seconds_per_example == pytest.approx(0.8)
     assert speeds.approaches["a"].seconds_per_example == pytest.approx(0.5) and speeds.approaches["a"].jobs == 2  # median of both
     job = Job("a", "long", 0, 0, {"epochs": 1.0, "train_batch_size": 16}, "hf-span", {}, "0" * 64)
-    assert job_estimate(job, bench(300, 200), speeds) == pytest.approx(20 + 0.8 * 300 + 0.1 * 200)
+    assert job_estimate(job, bench(300, 200), speeds).device_seconds == pytest.approx(20 + 0.8 * 300 + 0.1 * 200)
     unseen = Job(**{**job.__dict__, "benchmark": "never-run-on"})  # a cell never measured: the approach's medians
-    assert job_estimate(unseen, bench(300, 200), speeds) == pytest.approx(20 + 0.5 * 300 + 0.1 * 200)
+    assert job_estimate(unseen, bench(300, 200), speeds).device_seconds == pytest.approx(20 + 0.5 * 300 + 0.1 * 200)
     assert Speeds().of("a", "b") is None
 
 
@@ -155,8 +174,11 @@ def test_a_cell_never_measured_scales_its_approach_by_the_benchmark_as_other_app
     assert (modeled.fixed_seconds, modeled.seconds_per_example, modeled.seconds_per_test_question) == pytest.approx((60.0, 0.4, 0.05))
     assert modeled.devices == 1.0
     job = Job("r", "long", 0, 0, {"epochs": 1.0, "batch_size": 16}, "rasor", {}, "0" * 64)
-    assert job_estimate(job, bench(300, 200), speeds) == pytest.approx(60 + 0.4 * 300 + 0.05 * 200)
+    estimate = job_estimate(job, bench(300, 200), speeds)
+    assert (estimate.device_seconds, estimate.wall_seconds) == pytest.approx((60 + 0.4 * 300 + 0.05 * 200,) * 2)
+    assert estimate.basis == "model"
     # a benchmark no approach ran on: nothing links it, so the approach's own medians
     assert speeds.of("r", "never-run-on") == speeds.approaches["r"]
-    assert [speeds.basis("a", "b"), speeds.basis("r", "long"), speeds.basis("r", "never-run-on")] == ["cell", "model", "approach"]
-    assert speeds.basis("never-run", "b") is None and speeds.of("never-run", "b") is None
+    bases = [speeds.lookup("a", "b")[1], speeds.lookup("r", "long")[1], speeds.lookup("r", "never-run-on")[1]]
+    assert bases == ["cell", "model", "approach"]
+    assert speeds.lookup("never-run", "b") == (None, None)

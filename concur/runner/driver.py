@@ -18,7 +18,7 @@ from concur.data.sources import SourceLocator
 from concur.devices import visible_gpus
 from concur.registry.registry import Registry
 from concur.runner.availability import check_sources
-from concur.runner.estimate import Speeds, job_estimate, throughputs, wall_seconds
+from concur.runner.estimate import Speeds, job_estimate, throughputs
 from concur.runner.executors import Execution, Executor
 from concur.runner.grid import GridPoint, GridRequest, expand_grid
 from concur.runner.jobs import make_job
@@ -82,7 +82,7 @@ def _tasks(points: Sequence[GridPoint], prepared: dict[str, PreparedBenchmark], 
         bench = prepared[point.bench.id]
         job = make_job(point.approach, bench, seed=point.seed, setting=point.setting, budget=request.budget, precision=request.precision)
         estimate = job_estimate(job, bench, measured)
-        tasks.append(Task(job, point.approach, 0.0 if estimate is None else wall_seconds(job, estimate, measured)))
+        tasks.append(Task(job, point.approach, 0.0 if estimate is None else estimate.wall_seconds))
     return tasks
 
 

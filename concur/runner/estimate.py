@@ -29,9 +29,10 @@ the local executor starts them.
 from __future__ import annotations
 
 import heapq
+import itertools
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -72,13 +73,10 @@ class Speeds:
     def of(self, approach: str, benchmark: str) -> Throughput | None:
         """The cell's throughput where it was measured; else its approach's, with the two-way models' rates where
         they link the approach and the benchmark; None for an approach never measured."""
-        return self._lookup(approach, benchmark)[0]
+        return self.lookup(approach, benchmark)[0]
 
-    def basis(self, approach: str, benchmark: str) -> str | None:
-        """What `of` answers from: `FROM_CELL`, `FROM_MODEL`, `FROM_APPROACH`, or None (never measured)."""
-        return self._lookup(approach, benchmark)[1]
-
-    def _lookup(self, approach: str, benchmark: str) -> tuple[Throughput | None, str | None]:
+    def lookup(self, approach: str, benchmark: str) -> tuple[Throughput | None, str | None]:
+        """`of`'s answer and what it comes from: `FROM_CELL`, `FROM_MODEL`, `FROM_APPROACH`, or None (never measured)."""
         measured = self.cells.get((approach, benchmark))
         if measured is not None:
             return measured, FROM_CELL
@@ -110,28 +108,36 @@ def training_examples(implementation: str | None, hparams: Mapping[str, Any], tr
     return float(steps * resolve("approach", implementation).batch_size(hparams))
 
 
+def measured_jobs(rows: Iterable[Mapping[str, Any]]) -> Iterator[tuple[Mapping[str, Any], float]]:
+    """The finished ("ok") jobs that recorded their device-seconds and training budget, each with the training
+    examples its optimisation loop passed over: the jobs a throughput can be measured from."""
+    for row in rows:
+        if row.get("status") != "ok" or not row.get("device_seconds") or not row.get("train_questions") or not row.get("hparams"):
+            continue
+        examples = training_examples(row.get("implementation"), row["hparams"], row["train_questions"])
+        if examples:
+            yield row, examples
+
+
 def throughputs(rows: Iterable[Mapping[str, Any]]) -> Speeds:
     """Each cell's and each approach's throughput over its finished ("ok") jobs that recorded their accounting."""
     parts: dict[tuple[str, str], list[tuple[float, float, float, float]]] = defaultdict(list)
-    for row in rows:
-        seconds, questions = row.get("device_seconds"), row.get("train_questions")
-        if row.get("status") != "ok" or not seconds or not questions or not row.get("hparams"):
-            continue
-        examples = training_examples(row.get("implementation"), row["hparams"], questions)
-        if not examples:
-            continue
+    sizes: dict[tuple[str, str], list[tuple[float, float, float, float]]] = defaultdict(list)
+    for row, examples in measured_jobs(rows):
+        seconds = row["device_seconds"]
         wall, fit, evaluated, tested = row.get("wall_seconds"), row.get("fit_seconds"), row.get("eval_seconds"), row.get("n_questions")
         cell = (row["approach"], row["benchmark"])
         if wall and fit is not None and evaluated is not None and tested:
             devices = seconds / wall
             fixed = max(0.0, seconds - (fit + evaluated) * devices) + (row.get("startup_seconds") or 0.0) * devices
             parts[cell].append((fixed, fit * devices / examples, evaluated * devices / tested, devices))
+            sizes[cell].append((examples, fit * devices, tested, evaluated * devices))
         else:  # recorded before fit_seconds was: all of it counts as training
             parts[cell].append((0.0, seconds / examples, 0.0, 1.0))
     by_approach: dict[str, list[tuple[float, float, float, float]]] = defaultdict(list)
     for (approach, _), measured in parts.items():
         by_approach[approach] += measured
-    cells = {cell: _median(measured) for cell, measured in parts.items()}
+    cells = {cell: _sized(_median(measured), sizes[cell]) for cell, measured in parts.items()}
     return Speeds(
         cells,
         {approach: _median(measured) for approach, measured in by_approach.items()},
@@ -144,30 +150,64 @@ def _median(measured: Sequence[tuple[float, float, float, float]]) -> Throughput
     return Throughput(*(statistics.median(column) for column in zip(*measured)), jobs=len(measured))
 
 
+def _sized(speed: Throughput, sizes: Sequence[tuple[float, float, float, float]]) -> Throughput:
+    """A cell's throughput with each rate fitted as a line where its jobs ran at several sizes (a pilot and the study).
+
+    A job's first steps and first prediction batches cost more than the rest, so a rate measured as seconds over
+    examples on small jobs overestimates large ones (on the quick start, 1.1-1.2x for the readers from 100 questions
+    to 300); jobs of two sizes tell that constant from the rate, and it joins the fixed part.
+    """
+    fitting = _line([(examples, seconds) for examples, seconds, _, _ in sizes])
+    predicting = _line([(tested, seconds) for _, _, tested, seconds in sizes])
+    if fitting is None and predicting is None:
+        return speed
+    fixed, per_example, per_test_question = speed.fixed_seconds, speed.seconds_per_example, speed.seconds_per_test_question
+    if fitting is not None:
+        fixed, per_example = fixed + fitting[0], fitting[1]
+    if predicting is not None:
+        fixed, per_test_question = fixed + predicting[0], predicting[1]
+    return replace(speed, fixed_seconds=fixed, seconds_per_example=per_example, seconds_per_test_question=per_test_question)
+
+
+def _line(points: Sequence[tuple[float, float]]) -> tuple[float, float] | None:
+    """(intercept, slope) of seconds against size by Theil and Sen's estimator: the median slope between jobs of
+    different sizes and the median residual, robust to one slow job as the medians are. None unless the jobs ran at
+    two sizes or more with a positive slope; the intercept is at least 0."""
+    slopes = [(t2 - t1) / (n2 - n1) for (n1, t1), (n2, t2) in itertools.combinations(points, 2) if n1 != n2]
+    if not slopes or (slope := statistics.median(slopes)) <= 0:
+        return None
+    return max(0.0, statistics.median(seconds - slope * size for size, seconds in points)), slope
+
+
 def run_start_seconds(rows: Iterable[Mapping[str, Any]]) -> float:
     """Wall seconds a local run waits once before its first job: the median zygote start its forked jobs recorded (0 if none did)."""
     starts = [row["pool_start_seconds"] for row in rows if row.get("status") == "ok" and row.get("pool_start_seconds") is not None]
     return statistics.median(starts) if starts else 0.0
 
 
-def job_estimate(job: Job, bench: PreparedBenchmark, measured: Speeds) -> float | None:
-    """A job's estimated device-seconds for the questions it sees: its budget's subsets where it has them."""
-    speed = measured.of(job.approach, job.benchmark)
-    if speed is None:
+@dataclass(frozen=True)
+class JobEstimate:
+    """A job's estimated cost, and what it was estimated from."""
+
+    device_seconds: float
+    wall_seconds: float  # device_seconds on as many devices (threads) as the jobs it was estimated from had
+    basis: str  # FROM_CELL, FROM_MODEL or FROM_APPROACH
+
+
+def job_estimate(job: Job, bench: PreparedBenchmark, measured: Speeds) -> JobEstimate | None:
+    """A job's estimate for the questions it sees (its budget's subsets where it has them); None for an approach
+    never measured, or fixed steps of an unknown batch."""
+    speed, basis = measured.lookup(job.approach, job.benchmark)
+    if speed is None or basis is None:
         return None
     splits = bench.manifest["splits"]
     train = job.subset.get("train", {}).get(QUESTIONS, splits["train"][QUESTIONS])
     test = job.subset.get("test", {}).get(QUESTIONS, splits["test"][QUESTIONS])
     examples = training_examples(job.implementation, job.hparams, train)
-    return None if examples is None else speed.estimate(examples, test)
-
-
-def wall_seconds(job: Job, device_seconds: float, measured: Speeds) -> float:
-    """The wall time of a job estimated at `device_seconds`, on as many devices (threads) as the jobs it was estimated from had."""
-    speed = measured.of(job.approach, job.benchmark)
-    if speed is None:
-        raise ValueError(f"approach {job.approach!r} was never measured: its jobs have no estimate to turn into wall time")
-    return device_seconds / speed.devices
+    if examples is None:
+        return None
+    seconds = speed.estimate(examples, test)
+    return JobEstimate(seconds, seconds / speed.devices, basis)
 
 
 def makespan(durations: Sequence[float], slots: int, busy: Sequence[float] = ()) -> float:

@@ -55,7 +55,7 @@ from concur.registry.registry import Registry
 from concur.registry.tables import DESCRIPTIVE_KEYS, Table
 from concur.runner.availability import MissingSource, missing_sources
 from concur.runner.budget import Budget
-from concur.runner.estimate import Speeds, job_estimate, makespan, run_start_seconds, throughputs, wall_seconds
+from concur.runner.estimate import Speeds, job_estimate, makespan, run_start_seconds, throughputs
 from concur.runner.grid import GridPoint, GridRequest, expand_grid
 from concur.runner.jobdir import JobDir, JobState
 from concur.runner.jobs import Job, make_job
@@ -211,10 +211,14 @@ def plan_study(
         job_dir = JobDir(workspace.jobs_dir / job.key)
         result = job_dir.result()
         measured = ((result or {}).get("accounting") or {}).get("device_seconds")
+        state = job_dir.state().value
         estimate = job_estimate(job, bench, speeds)
-        wall = wall_seconds(job, estimate, speeds) if estimate is not None else None
-        basis = speeds.basis(job.approach, job.benchmark) if estimate is not None else None
-        plan.jobs.append(PlannedJob(point, job, job_dir.state().value, estimate, measured, result, wall, basis))
+        if estimate is None:
+            plan.jobs.append(PlannedJob(point, job, state, None, measured, result))
+        else:
+            plan.jobs.append(
+                PlannedJob(point, job, state, estimate.device_seconds, measured, result, estimate.wall_seconds, estimate.basis)
+            )
     return plan
 
 
