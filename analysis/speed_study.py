@@ -1,20 +1,23 @@
 """A study's jobs per hour and device use, and `concur study plan`'s estimate against the actual time.
 
 Run: `python analysis/speed_study.py STUDY --out-dir OUT [--device cuda] [--source-dir DATA] [--registry DIR]
-[--workers N | --jobs-per-gpu N] [--threads N]`, e.g. the quick start on one GPU:
+[--workers N | --jobs-per-gpu N] [--threads N] [--pilot TRAIN,TEST]`, e.g. the quick start on one GPU:
 `python analysis/speed_study.py analysis/studies/quickstart.toml --device cuda --source-dir DATA --out-dir runs/speed-study`.
 
-1. `concur study run STUDY` into a new runs dir, OUT/runs: every job runs, so every approach's
-   throughput is measured and stored. Timed as one command; on CUDA, nvidia-smi samples the GPU's
-   busy time every 500 ms meanwhile.
-2. OUT/NAME-next.toml: the same study with every seed moved up by one, i.e. new jobs of the same sizes.
-3. `concur study plan NAME-next.toml --parallel P` estimates it from the stored throughputs, P being the
+1. `concur study run` of a first study into a new runs dir, OUT/runs: every job runs, so every
+   approach's throughput is measured and stored. Timed as one command; on CUDA, nvidia-smi samples
+   the GPU's busy time every 500 ms meanwhile. The first study is STUDY itself, or with `--pilot`
+   OUT/NAME-pilot.toml: STUDY with its budget cut to TRAIN training and TEST test questions per
+   benchmark, as a researcher pilots a study before paying for it.
+2. The second study: OUT/NAME-next.toml, STUDY with every seed moved up by one (new jobs of the same
+   sizes), or with `--pilot` STUDY itself (jobs of other sizes than those measured).
+3. `concur study plan SECOND --parallel P` estimates it from the stored throughputs, P being the
    jobs that run at once (--workers on the CPU, GPUs x --jobs-per-gpu on CUDA).
-4. `concur study run NAME-next.toml`, timed likewise.
+4. `concur study run SECOND`, timed likewise.
 
 Prints a table and writes OUT/speed-study.json: per run its jobs, wall seconds, jobs per hour and mean
-GPU busy time, and the plan's estimate over the second run's actual time (the speed issue asks for
-the estimate within 30% of it).
+GPU busy time, the plan's estimate over the second run's actual time (the speed issue asks for
+the estimate within 30% of it), and per approach its jobs' estimated against measured device-seconds.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import statistics
 import subprocess
 import sys
 import time
+import tomllib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +41,9 @@ SAMPLE_MS = 500  # nvidia-smi's sampling period
 NVIDIA_SMI = "nvidia-smi"  # counts the GPUs and samples their busy time
 SEEDS_LINE = re.compile(r"^seeds\s*=\s*\[([^\]]*)\]", re.MULTILINE)
 NAME_LINE = re.compile(r'^name\s*=\s*"([^"]*)"', re.MULTILINE)
+BUDGET_HEADER = re.compile(r"^\[budget\][ \t]*(#.*)?$", re.MULTILINE)
+NEXT_TABLE = re.compile(r"^\[", re.MULTILINE)
+QUESTIONS_LINE = re.compile(r"^(train|test)_questions\s*=.*\n?", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -53,15 +60,51 @@ class StudyRun:
         return self.jobs * 3600 / self.wall_seconds
 
 
+def renamed(text: str, path: Path, suffix: str) -> str:
+    """The study file's text with its name suffixed `-suffix`, so its runs show apart from the study's."""
+    name = NAME_LINE.search(text)
+    if name is None:
+        raise SystemExit(f'{path}: needs a `name = "..."` line for its {suffix} run')
+    return NAME_LINE.sub(f'name = "{name.group(1)}-{suffix}"', text, count=1)
+
+
 def next_seeds(text: str, path: Path) -> str:
     """The study file's text with its name suffixed `-next` and every seed moved up by one."""
-    seeds, name = SEEDS_LINE.search(text), NAME_LINE.search(text)
-    if seeds is None or name is None:
-        missing = "a `seeds = [...]` line" if seeds is None else 'a `name = "..."` line'
-        raise SystemExit(f"{path}: needs {missing} for its second run")
+    seeds = SEEDS_LINE.search(text)
+    if seeds is None:
+        raise SystemExit(f"{path}: needs a `seeds = [...]` line for its second run")
     moved = ", ".join(str(int(seed) + 1) for seed in seeds.group(1).split(",") if seed.strip())
-    text = SEEDS_LINE.sub(f"seeds = [{moved}]", text, count=1)
-    return NAME_LINE.sub(f'name = "{name.group(1)}-next"', text, count=1)
+    return renamed(SEEDS_LINE.sub(f"seeds = [{moved}]", text, count=1), path, "next")
+
+
+def pilot_budget(text: str, path: Path, train: int, test: int) -> str:
+    """The study file's text with its name suffixed `-pilot` and its budget set to `train` and `test` questions."""
+    text = renamed(text, path, "pilot")
+    questions = f"train_questions = {train}\ntest_questions = {test}\n"
+    header = BUDGET_HEADER.search(text)
+    if header is None:
+        text = f"{text.rstrip()}\n\n[budget]\n{questions}"
+    else:
+        start = header.end() + 1
+        following = NEXT_TABLE.search(text, start)
+        end = following.start() if following else len(text)
+        text = text[:start] + questions + QUESTIONS_LINE.sub("", text[start:end]) + text[end:]
+    failure = f"{path}: could not set its [budget] to {train} training and {test} test questions for a pilot"
+    try:
+        budget = tomllib.loads(text).get("budget", {})
+    except tomllib.TOMLDecodeError as error:  # e.g. a budget written inline, now declared twice
+        raise SystemExit(f"{failure}: {error}") from None
+    if (budget.get("train_questions"), budget.get("test_questions")) != (train, test):
+        raise SystemExit(failure)
+    return text
+
+
+def questions_pair(value: str) -> tuple[int, int]:
+    """`--pilot TRAIN,TEST`: two positive question counts."""
+    parts = value.split(",")
+    if len(parts) != 2 or not all(part.strip().isdigit() and int(part) > 0 for part in parts):
+        raise argparse.ArgumentTypeError(f"expected TRAIN,TEST: two positive question counts, e.g. 100,100; got {value!r}")
+    return int(parts[0]), int(parts[1])
 
 
 def concur_command(args: argparse.Namespace, *words: str) -> list[str]:
@@ -123,7 +166,33 @@ def _gpu_count() -> int:
     return max(1, len(listed.splitlines()))
 
 
-def write_result(args: argparse.Namespace, runs: list[StudyRun], parallel: int | None = None, estimate: float | None = None) -> None:
+def estimates_by_approach(planned: dict[str, Any], measured: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Per approach, the device-seconds its jobs were planned at before they ran against those they measured.
+
+    `planned` and `measured` are `concur study plan --format json` of the same study before and after its run;
+    only jobs planned with an estimate and finished since count.
+    """
+    estimates = {job["key"]: job["estimate_seconds"] for job in planned["jobs"] if job["state"] != "done" and job.get("estimate_seconds")}
+    sums: dict[str, list[float]] = {}
+    for job in measured["jobs"]:
+        if job["key"] in estimates and job.get("device_seconds"):
+            totals = sums.setdefault(job["approach"], [0, 0.0, 0.0])
+            totals[0] += 1
+            totals[1] += estimates[job["key"]]
+            totals[2] += job["device_seconds"]
+    return {
+        approach: {"jobs": int(jobs), "estimate_seconds": planned_s, "actual_seconds": actual, "estimate_over_actual": planned_s / actual}
+        for approach, (jobs, planned_s, actual) in sums.items()
+    }
+
+
+def write_result(
+    args: argparse.Namespace,
+    runs: list[StudyRun],
+    parallel: int | None = None,
+    estimate: float | None = None,
+    approaches: dict[str, dict[str, float]] | None = None,
+) -> None:
     """OUT/speed-study.json: the runs so far, and the plan's estimate of the second against its actual time."""
     result: dict[str, object] = {
         "machine": platform.node(),
@@ -132,6 +201,10 @@ def write_result(args: argparse.Namespace, runs: list[StudyRun], parallel: int |
     }
     if estimate is not None:
         result |= {"parallel": parallel, "plan_estimate_seconds": estimate, "plan_over_actual": estimate / runs[-1].wall_seconds}
+    if args.pilot:
+        result["pilot"] = {"train_questions": args.pilot[0], "test_questions": args.pilot[1]}
+    if approaches is not None:
+        result["by_approach"] = approaches
     (args.out_dir / "speed-study.json").write_text(json.dumps(result, indent=2) + "\n")
 
 
@@ -145,6 +218,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--jobs-per-gpu", type=int, default=4)
     parser.add_argument("--threads", type=int)
+    parser.add_argument("--pilot", type=questions_pair, metavar="TRAIN,TEST",
+                        help="first run a pilot of the study at this budget, then plan and run the study itself")  # fmt: skip
     args = parser.parse_args()
     if not args.study.is_file():
         raise SystemExit(f"no study file {args.study}")
@@ -152,22 +227,34 @@ def main() -> None:
         raise SystemExit(f"--device {args.device} needs {NVIDIA_SMI} on the PATH, to count the GPUs and sample their busy time")
     if (args.out_dir / "runs").exists():
         raise SystemExit(f"{args.out_dir / 'runs'} exists: the first run must measure every job, so give a new --out-dir")
+    text = args.study.read_text()
+    if args.pilot:
+        first_study, second_study = args.out_dir / f"{args.study.stem}-pilot.toml", args.study
+        first_text = pilot_budget(text, args.study, *args.pilot)
+    else:
+        first_study, second_study = args.study, args.out_dir / f"{args.study.stem}-next.toml"
+        first_text = next_seeds(text, args.study)
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    following = args.out_dir / f"{args.study.stem}-next.toml"
-    following.write_text(next_seeds(args.study.read_text(), args.study))
+    (first_study if args.pilot else second_study).write_text(first_text)
 
-    first = timed_run(args, args.study, args.out_dir / "first.log")
+    first = timed_run(args, first_study, args.out_dir / "first.log")
     write_result(args, [first])  # kept should the second run be cut short
     parallel = parallel_slots(args)
-    estimate = float(study_plan(args, following, parallel)["estimate_wall_seconds"])
-    second = timed_run(args, following, args.out_dir / "second.log")
-    write_result(args, [first, second], parallel, estimate)
+    planned = study_plan(args, second_study, parallel)
+    estimate = float(planned["estimate_wall_seconds"])
+    second = timed_run(args, second_study, args.out_dir / "second.log")
+    approaches = estimates_by_approach(planned, study_plan(args, second_study, parallel))
+    write_result(args, [first, second], parallel, estimate, approaches)
     print(f"{'run':<24} {'jobs':>5} {'wall (s)':>9} {'jobs/hour':>10} {'GPU busy':>9}")
     for run in (first, second):
         busy = f"{run.gpu_busy_percent:.0f}%" if run.gpu_busy_percent is not None else "-"
         print(f"{run.study:<24} {run.jobs:>5} {run.wall_seconds:>9.1f} {run.jobs_per_hour:>10.0f} {busy:>9}")
+    print(f"\n{'approach':<24} {'jobs':>5} {'planned (s)':>12} {'measured (s)':>13} {'ratio':>6}")
+    for approach, sums in approaches.items():
+        planned_s, actual, over = sums["estimate_seconds"], sums["actual_seconds"], sums["estimate_over_actual"]
+        print(f"{approach:<24} {sums['jobs']:>5} {planned_s:>12.1f} {actual:>13.1f} {over:>6.2f}")
     ratio = estimate / second.wall_seconds
-    print(f"plan for {second.study}, {parallel} at a time: {estimate:.1f} s against {second.wall_seconds:.1f} s ({ratio:.2f}x)")
+    print(f"\nplan for {second.study}, {parallel} at a time: {estimate:.1f} s against {second.wall_seconds:.1f} s ({ratio:.2f}x)")
 
 
 if __name__ == "__main__":

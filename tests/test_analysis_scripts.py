@@ -6,6 +6,7 @@ from RunContext, say) must fail here, not on the next person who measures speed.
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -262,6 +263,52 @@ def test_speed_study_times_a_study_then_plans_and_times_its_next_seeds(tmp_path,
     again = subprocess.run([sys.executable, str(REPO / "analysis" / "speed_study.py"), str(study), "--out-dir", str(out)],
                            capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
     assert again.returncode == 1 and "exists: the first run must measure every job, so give a new --out-dir" in again.stderr
+
+
+def test_speed_study_pilots_a_study_at_a_smaller_budget_in_place_of_the_studys_own_budget(tmp_path):
+    sys.path.insert(0, str(REPO / "analysis"))
+    try:
+        from speed_study import pilot_budget, questions_pair
+    finally:
+        sys.path.remove(str(REPO / "analysis"))
+    text = 'name = "grid"\nseeds = [0]\n[budget] # small\ntrain_questions = 300\nseed = 0\ntest_questions = 200\n[hparams]\ncount = 1\n'
+    assert pilot_budget(text, Path("grid.toml"), 50, 40) == (
+        'name = "grid-pilot"\nseeds = [0]\n[budget] # small\ntrain_questions = 50\ntest_questions = 40\nseed = 0\n[hparams]\ncount = 1\n'
+    )
+    appended = 'name = "full-pilot"\n\n[budget]\ntrain_questions = 5\ntest_questions = 6\n'
+    assert pilot_budget('name = "full"\n', Path("full.toml"), 5, 6) == appended
+    with pytest.raises(SystemExit, match=r"^inline.toml: could not set its \[budget\] to 5 training and 6 test questions for a pilot: "):
+        pilot_budget('name = "x"\nbudget = {seed = 1}\n', Path("inline.toml"), 5, 6)
+    assert questions_pair("100,50") == (100, 50)
+    for bad in ("100", "100,0", "a,b", "1,2,3"):
+        expected = f"expected TRAIN,TEST: two positive question counts, e.g. 100,100; got '{bad}'"
+        with pytest.raises(argparse.ArgumentTypeError, match=expected):
+            questions_pair(bad)
+
+
+@pytest.mark.slow
+def test_speed_study_plans_a_study_from_its_pilots_jobs_and_compares_each_approach(tmp_path, tiny_registry):
+    study = tmp_path / "one.toml"
+    study.write_text('name = "one"\napproaches = ["tiny-reader"]\nbenches = ["tiny-babi"]\nseeds = [0]\n[budget]\ntrain_questions = 30\n')
+    out = tmp_path / "out"
+    ran = subprocess.run(
+        [sys.executable, str(REPO / "analysis" / "speed_study.py"), str(study), "--out-dir", str(out), "--registry", str(tiny_registry),
+         "--source-dir", str(tmp_path / "data-root"), "--threads", "1", "--pilot", "10,5"],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr + ran.stdout
+    result = json.loads((out / "speed-study.json").read_text())
+    first, second = result["runs"]
+    # the pilot's job, at 10 training questions, is not the study's: the study's own job still runs
+    assert (first["study"], first["jobs"], second["study"], second["jobs"]) == ("one-pilot", 1, "one", 1)
+    assert result["pilot"] == {"train_questions": 10, "test_questions": 5}
+    assert "train_questions = 10\ntest_questions = 5\n" in (out / "one-pilot.toml").read_text()
+    (measured,) = result["by_approach"].values()
+    assert list(result["by_approach"]) == ["tiny-reader"] and measured["jobs"] == 1
+    assert measured["estimate_over_actual"] == pytest.approx(measured["estimate_seconds"] / measured["actual_seconds"])
+    assert "tiny-reader on tiny-babi (hparams 0, seed 0, 5 test questions, 10 train questions)" in (out / "first.log").read_text()
+    assert "tiny-reader on tiny-babi (hparams 0, seed 0, 30 train questions)" in (out / "second.log").read_text()
+    assert "tiny-reader" in ran.stdout.split("planned (s)")[1]
 
 
 def test_speed_study_names_a_bad_study_in_concurs_one_line_before_any_job(tmp_path):
