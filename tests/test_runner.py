@@ -224,3 +224,33 @@ def test_a_job_claimed_by_an_unreaped_zombie_is_interrupted_not_running(tmp_path
         time.sleep(0.05)
     assert job.state() is JobState.INTERRUPTED
     child.wait()
+
+
+def test_a_signal_before_the_job_starts_leaves_it_interrupted_for_the_rerun_not_failed(tmp_path, monkeypatch):
+    """A Slurm task with a time limit under submitit's warning gets SIGUSR2 while still loading the registry."""
+    from concur.errors import JobInterrupted
+    from concur.runner import request as request_module
+    from concur.runner.claims import Claim
+    from concur.runner.jobs import Job
+
+    def signalled(*_: object) -> None:
+        raise JobInterrupted("SIGUSR2")
+
+    monkeypatch.setattr(request_module, "_resolve", signalled)
+    monkeypatch.setenv("SLURM_JOB_ID", "172")
+    job = Job("a", "b", 0, 0, {"epochs": 1.0}, "rasor", {}, "0" * 64)
+    workspace = Workspace(tmp_path / "runs")
+    request = request_module.JobRequest.make(job, [], workspace, RunOptions(device="cpu"))
+    with pytest.raises(JobInterrupted):
+        request_module.run_request(request)
+    job_dir = JobDir(workspace.jobs_dir / job.key)
+    record = job_dir.interrupted()
+    assert (record["signal"], record["before_start"], record["scheduler"]["job_id"]) == ("SIGUSR2", True, "172")
+    assert job_dir.state() is JobState.INTERRUPTED and job_dir.result() is None
+    assert (job_dir.started()["key"], job_dir.started()["approach"]) == (job.key, "a")  # as `concur status` lists it
+    # a run whose claim is no longer its own (another driver took the job over) records nothing
+    other = Job("a", "b", 0, 1, {"epochs": 1.0}, "rasor", {}, "0" * 64)
+    lost = Claim(other.key, "token", socket.gethostname(), os.getpid(), None, 0.0)
+    with pytest.raises(JobInterrupted):
+        request_module.run_request(request_module.JobRequest.make(other, [], workspace, RunOptions(device="cpu"), claim=lost))
+    assert not (workspace.jobs_dir / other.key).exists()

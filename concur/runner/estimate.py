@@ -8,8 +8,9 @@ questions, or its fixed steps times its batch), and prediction (`eval_seconds`),
 with the test questions. A throughput is the median of each part over finished jobs (robust
 to one slow node), and a planned job's estimate is the fixed part plus each rate times its own
 examples and test questions: a budget of 300 questions and one epoch is estimated as such, not
-at the rate of a full-size run. Where a cell's jobs ran at several sizes (a pilot, then the study), each rate is
-instead a line through them, whose constant (first steps and batches cost more) joins the fixed part. A question's cost depends on its benchmark's text lengths (a
+at the rate of a full-size run. Where a cell's jobs ran at several sizes (a pilot, then the
+study), each rate is instead a line through them, whose constant (first steps and batches cost
+more) joins the fixed part. A question's cost depends on its benchmark's text lengths (a
 reader's passage, a pretrained model's windows: one epoch of 300 questions of MiniLM took 19 s
 on bAbI task 1 and 223 s on the synthetic Wikidata set), so a job is estimated from its
 (approach, benchmark) cell's finished jobs where it has some. A cell never measured takes its

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from concur.data.prepare import prepared
-from concur.errors import ClaimLostError, ConcurError
+from concur.errors import ClaimLostError, ConcurError, JobInterrupted
 from concur.fsutil import atomic_write_json, read_json
 from concur.registry.registry import default_registry
 from concur.runner.claims import Claim, ClaimBook, Heartbeat
@@ -62,7 +62,35 @@ class JobRequest:
 
 
 def run_request(request: JobRequest, echo: Any = print) -> dict[str, Any]:
-    """Execute the requested job into its directory; a request that no longer matches its specs fails there."""
+    """Execute the requested job into its directory; a request that no longer matches its specs fails there.
+
+    A signal (JobInterrupted) leaves the job interrupted even when it comes before the job started: a Slurm
+    task given a time limit shorter than submitit's warning gets SIGUSR2 within seconds, while still loading
+    the registry, and without the record its driver would take the task's end for a failure.
+    """
+    try:
+        return _run_request(request, echo)
+    except JobInterrupted as interruption:
+        _record_interruption(request, interruption)
+        raise
+
+
+def _record_interruption(request: JobRequest, interruption: JobInterrupted) -> None:
+    """Record the signal in the job's directory unless the run recorded it (or finished) already, and only
+    while the job is still this run's: another driver's run of it must not read as interrupted."""
+    job_dir = JobDir(Workspace(Path(request.runs_dir)).jobs_dir / request.key)
+    claim = request.job_claim()
+    if job_dir.interrupted() is not None or job_dir.result() is not None:
+        return
+    if claim is not None and not ClaimBook(Path(request.runs_dir)).holds(claim):
+        return
+    job_dir.path.mkdir(parents=True, exist_ok=True)
+    at = now()
+    job_dir.write_started(request.job, at)  # what the status and the report list an interrupted job by
+    job_dir.write_interrupted({"signal": str(interruption), "at": at, "scheduler": _scheduler(), "before_start": True})
+
+
+def _run_request(request: JobRequest, echo: Any) -> dict[str, Any]:
     workspace = Workspace(Path(request.runs_dir))
     job = Job.from_definition(request.job)
     try:
