@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from concur.approaches.batches import MEGABATCH_FACTOR, length_grouped_batches, sorted_batches, split_batch
+from concur.approaches.batches import MEGABATCH_FACTOR, length_grouped_batches, sorted_batches, split_batch, typical_batch_tokens
 from concur.approaches.hf_span.batching import pad_batch, pad_multiple
 from concur.approaches.hf_span.features import Windows
 
@@ -34,6 +34,22 @@ def test_batches_group_similar_lengths_and_are_seeded():
 def test_prediction_batches_are_sorted_longest_first():
     lengths = np.array([5, 9, 3, 9, 7])
     assert [batch.tolist() for batch in sorted_batches(lengths, 2)] == [[1, 3], [4, 0], [2]]
+
+
+def test_prediction_batches_keep_a_long_tail_from_padding_whole_batches():
+    lengths = np.array([10, 100, 12, 11, 9, 10])
+    budget = typical_batch_tokens(lengths, 4)
+    assert budget == 4 * 10  # 4 windows of the median length (10.5, in whole tokens)
+    # the 100-token window alone (40 // 100 rounds up to one window), then 40 // 12 = 3 windows, then the rest
+    assert [batch.tolist() for batch in sorted_batches(lengths, 4, budget)] == [[1], [2, 3, 0], [5, 4]]
+    assert [batch.tolist() for batch in sorted_batches(lengths, 4)] == [[1, 2, 3, 0], [5, 4]]  # without it: padded to 100
+    rng = np.random.default_rng(0)
+    tailed = np.concatenate([rng.integers(60, 130, 190), rng.integers(300, 530, 10)])
+    batches = sorted_batches(tailed, 100, typical_batch_tokens(tailed, 100))
+    assert sorted(np.concatenate(batches).tolist()) == list(range(200))  # every window once
+    assert all(len(batch) <= 100 and (len(batch) == 1 or len(batch) * tailed[batch].max() <= typical_batch_tokens(tailed, 100))
+               for batch in batches)  # fmt: skip
+    assert typical_batch_tokens(np.array([], dtype=int), 8) == 8
 
 
 def test_split_batch_respects_the_per_device_cap():

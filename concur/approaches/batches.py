@@ -29,12 +29,27 @@ def length_grouped_batches(lengths: np.ndarray, batch_size: int, rng: np.random.
     return [batches[i] for i in rng.permutation(len(batches))]
 
 
-def sorted_batches(lengths: np.ndarray, batch_size: int) -> list[np.ndarray]:
-    """Prediction batches of windows of similar length, longest first (so memory trouble shows at once)."""
+def sorted_batches(lengths: np.ndarray, batch_size: int, max_tokens: int | None = None) -> list[np.ndarray]:
+    """Prediction batches of windows of similar length, longest first (so memory trouble shows at once): at most
+    `batch_size` windows each and, given `max_tokens`, at most that many tokens once padded to the batch's longest
+    (but at least one window)."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
     order = np.argsort(-lengths, kind="stable")
-    return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+    if max_tokens is None:
+        return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+    batches, start = [], 0
+    while start < len(order):
+        size = min(batch_size, max(1, max_tokens // max(1, int(lengths[order[start]]))))
+        batches.append(order[start : start + size])
+        start += size
+    return batches
+
+
+def typical_batch_tokens(lengths: np.ndarray, batch_size: int) -> int:
+    """A token budget for prediction batches: `batch_size` windows of the median length. A long tail of lengths
+    (bAbI task 2's stories: 94 tokens on average, up to 527) otherwise pads a whole batch to its longest."""
+    return batch_size * max(1, int(np.median(lengths))) if len(lengths) else batch_size
 
 
 def split_batch(batch: np.ndarray, per_device: int | None) -> list[np.ndarray]:

@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from concur.approaches.base import RunContext
-from concur.approaches.batches import sorted_batches
+from concur.approaches.batches import sorted_batches, typical_batch_tokens
 from concur.approaches.precision import autocast
 from concur.approaches.reader.batch import Batch, collate
 from concur.approaches.reader.encode import EncodedSplit
@@ -105,7 +105,7 @@ def predict_spans(model: nn.Module, data: EncodedSplit, hp: ReaderHParams, conte
     """`(questions, 2)` token start and end of each question's best span of at most `max_answer_length` tokens."""
     lengths = np.array([len(data.contexts[i].words) for i in data.context_of])
     batch_size = min(hp.eval_batch_size, context.per_device_batch_size or hp.eval_batch_size)
-    batches = sorted_batches(lengths, batch_size)
+    batches = sorted_batches(lengths, batch_size, typical_batch_tokens(lengths, batch_size))
     spans = np.zeros((len(lengths), 2), dtype=np.int64)
     model.eval()
     with torch.inference_mode(), task_progress() as progress:
