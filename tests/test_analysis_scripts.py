@@ -85,6 +85,16 @@ def test_speed_training_shares_the_device_between_concurrent_jobs(tmp_path):
 
 
 @pytest.mark.slow
+def test_speed_predict_batches_times_both_batchings_on_one_trained_reader(tmp_path):
+    shared_file("babi")
+    out = _script(tmp_path, "speed_predict_batches.py", "--approaches", "rasor", "--benches", "babi-1",
+                  "--train-questions", "20", "--test-questions", "20", "--rounds", "1")  # fmt: skip
+    (row,) = [line for line in out.splitlines() if line.startswith("rasor ")]
+    words = row.split()
+    assert words[1] == "babi-1" and float(words[2]) > 0 and float(words[3]) > 0 and words[-1] == "20/20"
+    assert words[4].endswith("x") and float(words[4][:-1]) > 0  # the ratio of the unrounded medians
+
+
 def test_speed_features_windows_the_carved_squad_sides_and_reads_them_back(tmp_path):
     shared_file("mrqa/dev/SQuAD.jsonl.gz")
     out = _script(tmp_path, "speed_features.py")
