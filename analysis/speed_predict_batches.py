@@ -28,6 +28,7 @@ from concur.approaches.base import RunContext, build_approach
 from concur.data.prepare import prepare
 from concur.data.sources import SourceLocator
 from concur.data.transforms import downsample
+from concur.errors import ConcurError
 from concur.registry.registry import default_registry
 from concur.workspace import Workspace, data_roots
 
@@ -61,8 +62,14 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     registry = default_registry()
-    specs = [registry.approach(name) for name in args.approaches.split(",")]
-    benches = [registry.benchmark(name) for name in args.benches.split(",")]
+    try:
+        specs = [registry.approach(name) for name in args.approaches.split(",")]
+    except ConcurError as error:  # an unknown name: one line naming the closest one, no traceback
+        raise SystemExit(f"--approaches: {error}") from None
+    try:
+        benches = [registry.benchmark(name) for name in args.benches.split(",")]
+    except ConcurError as error:
+        raise SystemExit(f"--benches: {error}") from None
     workspace = Workspace.resolve()
     locator = SourceLocator(tuple(data_roots(tuple(args.source_dir))), workspace.cache_dir)
     context = RunContext(device="cpu", seed=0, log=lambda line: None, cache_dir=workspace.cache_dir)

@@ -207,7 +207,7 @@ def test_speed_step_times_a_reader_on_fixed_batches_and_the_comparison_runs_it(t
     assert report["fixed_batches"] is True and len(report["runs"]) == 1 and report["runs"][0]["train_rate"] > 0
 
 
-@pytest.mark.parametrize("script", ["speed_step.py", "speed_readers.py"])
+@pytest.mark.parametrize("script", ["speed_step.py", "speed_readers.py", "speed_predict_batches.py"])
 def test_speed_scripts_name_an_unknown_reader_in_one_line_before_any_work(tmp_path, script):
     ran = subprocess.run(
         [sys.executable, str(REPO / "analysis" / script), "--approaches", "bidaff", "--source-dir", str(tmp_path / "nothing")],
@@ -239,12 +239,8 @@ def test_speed_training_names_a_bad_sharing_list_before_any_work(tmp_path):
     assert not (tmp_path / "out.json").exists()
 
 
-def test_speed_study_moves_every_seed_up_by_one_and_names_the_study_apart(tmp_path):
-    sys.path.insert(0, str(REPO / "analysis"))
-    try:
-        from speed_study import next_seeds
-    finally:
-        sys.path.remove(str(REPO / "analysis"))
+def test_speed_study_moves_every_seed_up_by_one_and_names_the_study_apart(monkeypatch):
+    next_seeds = _load_script(monkeypatch, "speed_study").next_seeds
     text = 'name = "grid"\ndescription = "seeds = [9]"\nseeds = [0, 2]\n[budget]\nseed = 0\n'
     assert next_seeds(text, Path("grid.toml")) == 'name = "grid-next"\ndescription = "seeds = [9]"\nseeds = [1, 3]\n[budget]\nseed = 0\n'
     with pytest.raises(SystemExit, match=r"grid.toml: needs a `seeds = \[...\]` line"):
@@ -275,12 +271,9 @@ def test_speed_study_times_a_study_then_plans_and_times_its_next_seeds(tmp_path,
     assert again.returncode == 1 and "exists: the first run must measure every job, so give a new --out-dir" in again.stderr
 
 
-def test_speed_study_pilots_a_study_at_a_smaller_budget_in_place_of_the_studys_own_budget(tmp_path):
-    sys.path.insert(0, str(REPO / "analysis"))
-    try:
-        from speed_study import pilot_budget, questions_pair
-    finally:
-        sys.path.remove(str(REPO / "analysis"))
+def test_speed_study_pilots_a_study_at_a_smaller_budget_in_place_of_the_studys_own_budget(monkeypatch):
+    speed_study = _load_script(monkeypatch, "speed_study")
+    pilot_budget, questions_pair = speed_study.pilot_budget, speed_study.questions_pair
     text = 'name = "grid"\nseeds = [0]\n[budget] # small\ntrain_questions = 300\nseed = 0\ntest_questions = 200\n[hparams]\ncount = 1\n'
     assert pilot_budget(text, Path("grid.toml"), 50, 40) == (
         'name = "grid-pilot"\nseeds = [0]\n[budget] # small\ntrain_questions = 50\ntest_questions = 40\nseed = 0\n[hparams]\ncount = 1\n'
