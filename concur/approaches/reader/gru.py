@@ -3,10 +3,11 @@
 PyTorch has no oneDNN GRU on the CPU (its `mkldnn_rnn_layer` is LSTM-only), so `nn.GRU` runs step
 by step and autograd records about a dozen small operations per step, and it runs a bidirectional
 layer's two directions one after the other. Here one layer's two directions step together as one
-batched product per step, the forward pass runs five operations per step into preallocated
-buffers and the backward pass three, with every factor that does not depend on the incoming
-gradient computed for all steps at once and the recurrent weight gradient as one product over all
-steps.
+batched product per step, the forward pass runs five operations per step and the backward pass
+three, with every factor that does not depend on the incoming gradient computed for all steps at
+once and the recurrent weight gradient as one product over all steps. The steps work in place in
+buffers that were written whole beforehand: a step writing into fresh memory would take the page
+faults of mapping it, a few at every step (about a fifth of a layer's time).
 
 The layer reads the padded batch as it is, without gathering each row reversed within its length:
 both directions' input projections are one product, the backward direction steps over the time
@@ -52,12 +53,15 @@ class _BidirectionalRecurrence(torch.autograd.Function):
     """The layer's outputs (B, T, 2H) from its input projections (B, T, 6H), recurrent weights (2, 3H, H) and biases (2, 3H).
 
     Buffers are time-major, (T, 2, B, ...), with the backward direction's time flipped, so a step is
-    one contiguous slice [t] for both directions.
+    one contiguous slice [t] for both directions; the pre-activations' gradients are direction-major,
+    (2, T, B, 3H), so that each direction's are one matrix for the weight gradient, without a copy.
     A step forward is five operations: one product whose added input carries the r and z parts of the
     input projection and both biases, so that it yields the r and z pre-activations and W_hn h + b_hn
-    at once, then sigmoid, the candidate's addcmul, tanh and lerp. A step backward is three: the three
-    pre-activation gradients as one product of the incoming gradient with factors computed for all
-    steps beforehand, then the gradient of h_{t-1} as an addcmul and a product added in place.
+    at once, then sigmoid (the gates overwrite their pre-activations), the candidate's addcmul onto
+    its input projection, tanh and lerp. A step backward is three: the three pre-activation gradients
+    as the incoming gradient times factors computed for all steps beforehand (in place of the
+    factors), then the gradient of h_{t-1} as an addcmul and a product added in place onto the
+    gradient reaching h_{t-1}'s output.
     """
 
     @staticmethod
@@ -78,41 +82,36 @@ def _forward(ctx: Any, projected: torch.Tensor, weights: torch.Tensor, biases: t
     hidden = six_h // 6
     dtype = weights.dtype
     per_direction = projected.view(batch, steps, 2, 3 * hidden)
-    # [r and z pre-activations; W_hn h + b_hn] per step: the product is added to b_h and the r, z input projections
+    # per step, [r and z pre-activations; W_hn h + b_hn]: the product is added to b_h and the r, z input
+    # projections; the sigmoid then overwrites the r and z pre-activations with the gates
     recurrent = projected.new_empty(steps, 2, batch, 3 * hidden, dtype=dtype)
-    inputs_n = projected.new_empty(steps, 2, batch, hidden, dtype=dtype)  # W_in x + b_in
+    candidates = projected.new_empty(steps, 2, batch, hidden, dtype=dtype)  # W_in x + b_in, then n in place
     for d, source in enumerate(_time_major(per_direction)):
         torch.add(source[..., : 2 * hidden], biases[d, : 2 * hidden], out=recurrent[:, d, :, : 2 * hidden])
         recurrent[:, d, :, 2 * hidden :] = biases[d, 2 * hidden :]
-        inputs_n[:, d] = source[..., 2 * hidden :]
+        candidates[:, d] = source[..., 2 * hidden :]
     flipped_padding = padding.flip(1).t().unsqueeze(-1)  # (T, B, 1): the backward direction's padding, in its order
     recurrent[:, 1, :, hidden : 2 * hidden].masked_fill_(flipped_padding, HOLD_STATE)
-    gates = projected.new_empty(steps, 2, batch, 2 * hidden, dtype=dtype)  # r, z
-    candidates = projected.new_empty(steps, 2, batch, hidden, dtype=dtype)  # n
     outputs = projected.new_empty(steps + 1, 2, batch, hidden, dtype=dtype)  # h_0 = 0, then h_1 ... h_T
     outputs[0].zero_()
     weights_t = weights.transpose(1, 2)
-    # every step's views made at once (one call each, not eight tensor indexings a step)
-    h, products, rz, recurrent_n = (
+    # every step's views made at once (one call each, not eight tensor indexings a step); each step
+    # writes only into buffers already written in bulk above, whose pages are mapped
+    h, products, rz, r, z, recurrent_n, n = (
         outputs.unbind(),
         recurrent.unbind(),
         recurrent[..., : 2 * hidden].unbind(),
+        recurrent[..., :hidden].unbind(),
+        recurrent[..., hidden : 2 * hidden].unbind(),
         recurrent[..., 2 * hidden :].unbind(),
-    )
-    rz_gates, r, z, inputs, n = (
-        gates.unbind(),
-        gates[..., :hidden].unbind(),
-        gates[..., hidden:].unbind(),
-        inputs_n.unbind(),
         candidates.unbind(),
     )
     for t in range(steps):
         products[t].baddbmm_(h[t], weights_t)
-        torch.sigmoid(rz[t], out=rz_gates[t])
-        torch.addcmul(inputs[t], r[t], recurrent_n[t], out=n[t])
-        n[t].tanh_()
+        rz[t].sigmoid_()
+        n[t].addcmul_(r[t], recurrent_n[t]).tanh_()
         torch.lerp(n[t], h[t], z[t], out=h[t + 1])  # (1 - z) n + z h
-    ctx.save_for_backward(weights, recurrent[..., 2 * hidden :], gates, candidates, outputs, padding)
+    ctx.save_for_backward(weights, recurrent, candidates, outputs, padding)
     ctx.projected_dtype = projected.dtype
     result = projected.new_empty(batch, steps, 2, hidden, dtype=dtype)
     real = ~padding.t().unsqueeze(-1)  # (T, B, 1)
@@ -122,45 +121,43 @@ def _forward(ctx: Any, projected: torch.Tensor, weights: torch.Tensor, biases: t
 
 
 def _backward(ctx: Any, grad_result: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    weights, recurrent_n, gates, candidates, outputs, padding = ctx.saved_tensors
+    weights, recurrent, candidates, outputs, padding = ctx.saved_tensors
     steps, _, batch, hidden = candidates.shape
-    grad_outputs = grad_result.new_empty(steps, 2, batch, hidden, dtype=weights.dtype)
+    # d loss / d h_t: first through h_t's output alone, then (in place, step by step) through h_{t+1} too
+    grad_h = grad_result.new_empty(steps, 2, batch, hidden, dtype=weights.dtype)
     ahead, behind = _time_major(grad_result.reshape(batch, steps, 2, hidden))
-    torch.mul(ahead, ~padding.t().unsqueeze(-1), out=grad_outputs[:, 0])  # the outputs at padding were set to 0
-    grad_outputs[:, 1] = behind  # at the backward direction's padding every gate gradient is 0 already
-    r, z, n = gates[..., :hidden], gates[..., hidden:], candidates
+    torch.mul(ahead, ~padding.t().unsqueeze(-1), out=grad_h[:, 0])  # the outputs at padding were set to 0
+    grad_h[:, 1] = behind  # at the backward direction's padding every gate gradient is 0 already
+    r, z, recurrent_n, n = recurrent[..., :hidden], recurrent[..., hidden : 2 * hidden], recurrent[..., 2 * hidden :], candidates
     previous = outputs[:-1]
-    # d (r pre-activation, z pre-activation, W_hn h + b_hn) / d h_t, for every step at once, written in place
+    # d (r pre-activation, z pre-activation, W_hn h + b_hn) / d h_t, for every step at once, direction-major
+    # (so that each direction's steps and rows are one matrix for the weight gradient); the loop then
+    # multiplies them by d loss / d h_t in place, leaving the pre-activations' gradients
     keep = 1 - z
     to_n = torch.addcmul(keep, keep, n * n, value=-1)  # (1 - z)(1 - n^2): d pre-activation of n / d h_t
-    factors = grad_result.new_empty(steps, 2, batch, 3, hidden, dtype=weights.dtype)
+    grad_recurrent = grad_result.new_empty(2, steps, batch, 3, hidden, dtype=weights.dtype)
+    factors = grad_recurrent.transpose(0, 1)  # (T, 2, B, 3, H) view
     torch.mul(torch.addcmul(r, r, r, value=-1).mul_(recurrent_n), to_n, out=factors[..., 0, :])  # r (1 - r) (W_hn h + b_hn) to_n
     torch.mul(previous - n, keep.mul_(z), out=factors[..., 1, :])  # (h_{t-1} - n) z (1 - z)
     torch.mul(to_n, r, out=factors[..., 2, :])
-    grad_recurrent = grad_outputs.new_empty(steps, 2, batch, 3, hidden)
-    grad_h = grad_outputs.new_empty(steps, 2, batch, hidden)  # d loss / d h_t, through h_t's output and h_{t+1}
-    grad_h[-1] = grad_outputs[-1]
-    g, g_out, g_pre, g_flat = (
+    g, to_pre, pre_flat, keep_z = (
         grad_h.unbind(),
-        grad_outputs.unbind(),
-        grad_recurrent.unbind(),
-        grad_recurrent.view(steps, 2, batch, -1).unbind(),
+        grad_recurrent.unbind(1),
+        grad_recurrent.view(2, steps, batch, 3 * hidden).unbind(1),
+        z.unbind(),
     )
-    to_pre, keep_z = factors.unbind(), z.unbind()
     for t in reversed(range(steps)):
-        torch.mul(g[t].unsqueeze(-2), to_pre[t], out=g_pre[t])
+        to_pre[t].mul_(g[t].unsqueeze(-2))
         if t:
-            torch.addcmul(g_out[t - 1], g[t], keep_z[t], out=g[t - 1])
-            g[t - 1].baddbmm_(g_flat[t], weights)
-    grad_recurrent = grad_recurrent.view(steps, 2, batch, 3 * hidden)
+            g[t - 1].addcmul_(g[t], keep_z[t]).baddbmm_(pre_flat[t], weights)
+    grad_recurrent = grad_recurrent.view(2, steps, batch, 3 * hidden)
     grad_projected = grad_result.new_empty(batch, steps, 2, 3 * hidden, dtype=ctx.projected_dtype)
     grad_inputs_n = grad_h.mul_(to_n)
     ahead = grad_projected[:, :, 0].transpose(0, 1)  # (T, B, 3H) views into the (B, T, 2, 3H) gradient
-    ahead[..., : 2 * hidden] = grad_recurrent[:, 0, :, : 2 * hidden]
+    ahead[..., : 2 * hidden] = grad_recurrent[0, ..., : 2 * hidden]
     ahead[..., 2 * hidden :] = grad_inputs_n[:, 0]
-    grad_projected[:, :, 1, : 2 * hidden] = grad_recurrent[:, 1, :, : 2 * hidden].flip(0).transpose(0, 1)
+    grad_projected[:, :, 1, : 2 * hidden] = grad_recurrent[1, ..., : 2 * hidden].flip(0).transpose(0, 1)
     grad_projected[:, :, 1, 2 * hidden :] = grad_inputs_n[:, 1].flip(0).transpose(0, 1)
-    rows = steps * batch  # per direction: sums over steps and batch rows, as one product
-    per_direction = grad_recurrent.transpose(0, 1).reshape(2, rows, 3 * hidden)
-    grad_weights = per_direction.transpose(1, 2) @ previous.transpose(0, 1).reshape(2, rows, hidden)
+    per_direction = grad_recurrent.view(2, steps * batch, 3 * hidden)  # sums over steps and batch rows, as one product
+    grad_weights = per_direction.transpose(1, 2) @ previous.transpose(0, 1).reshape(2, steps * batch, hidden)
     return grad_projected.view(batch, steps, 6 * hidden), grad_weights, per_direction.sum(dim=1)
