@@ -119,6 +119,31 @@ def test_speed_attention_times_every_backend_setting_the_device_has(tmp_path):
     assert rows["cudnn"][0] == rows["efficient"][0] == "unavailable:"
 
 
+def _gru_layer(tmp_path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(REPO / "analysis" / "speed_gru_layer.py"), *args, "--inputs", "5,3", "--batch", "3",
+         "--length", "6", "--hidden", "4", "--rounds", "2", "--threads", "1"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )  # fmt: skip
+
+
+def test_speed_gru_layer_times_two_revisions_of_the_layer_and_checks_their_gradients_agree(tmp_path):
+    ran = _gru_layer(tmp_path, "--revisions", "HEAD,.", "--precision", "fp32")
+    assert ran.returncode == 0, ran.stderr
+    rows = [line.split() for line in ran.stdout.splitlines()[2:]]
+    assert [row[0] for row in rows] == ["5", "3"]
+    for row in rows:  # width, median (min x), median (min y), ratio, difference
+        assert float(row[1]) > 0 and float(row[4]) > 0 and row[7].endswith("x")
+        assert float(row[8]) == 0.0  # the same file computes the same gradients
+
+
+def test_speed_gru_layer_names_a_revision_without_the_layer_in_one_line(tmp_path):
+    ran = _gru_layer(tmp_path, "--revisions", "no-such-revision,HEAD")
+    assert ran.returncode == 1
+    assert ran.stderr.startswith("speed_gru_layer.py: revision 'no-such-revision' has no concur/approaches/reader/gru.py (git: ")
+    assert len(ran.stderr.strip().splitlines()) == 1
+
+
 def _load_script(monkeypatch, name: str):
     """An analysis script imported as a module (its dataclasses look their module up in sys.modules)."""
     import importlib.util
