@@ -73,10 +73,21 @@ def time_alternated(steps: list[Callable[[], list[torch.Tensor]]], rounds: int) 
     return times
 
 
+def widths(text: str) -> list[int]:
+    """`--inputs`: positive integers, comma-separated."""
+    try:
+        values = [int(part) for part in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive input widths, comma-separated, e.g. 484,200; got {text!r}")
+    return values
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--revisions", required=True, help="two git revisions, comma-separated (`.`: the working tree)")
-    parser.add_argument("--inputs", default="484,200", help="input widths, comma-separated (BiDAF++'s first layer: 484, the others 200)")
+    parser.add_argument("--inputs", type=widths, default=[484, 200], help="input widths (BiDAF++'s first layer: 484, others 200)")
     parser.add_argument("--batch", type=int, default=45)
     parser.add_argument("--length", type=int, default=135)
     parser.add_argument("--hidden", type=int, default=100)
@@ -92,7 +103,7 @@ def main() -> None:
     shape = f"batch {args.batch} x {args.length}, hidden {args.hidden}"
     print(f"torch {torch.__version__}, {args.threads} threads, {args.precision}; {shape}, {args.rounds} rounds")
     print(f"{'inputs':>6s}  {revisions[0]:>20s}  {revisions[1]:>20s}  ratio  largest gradient difference")
-    for width in (int(w) for w in args.inputs.split(",")):
+    for width in args.inputs:
         torch.manual_seed(0)
         ahead, behind = nn.GRU(width, args.hidden, batch_first=True), nn.GRU(width, args.hidden, batch_first=True)
         lengths = torch.randint(max(1, args.length // 2), args.length + 1, (args.batch,))

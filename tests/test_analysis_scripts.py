@@ -142,6 +142,12 @@ def test_speed_gru_layer_names_a_revision_without_the_layer_in_one_line(tmp_path
     assert ran.returncode == 1
     assert ran.stderr.startswith("speed_gru_layer.py: revision 'no-such-revision' has no concur/approaches/reader/gru.py (git: ")
     assert len(ran.stderr.strip().splitlines()) == 1
+    bad_widths = subprocess.run(
+        [sys.executable, str(REPO / "analysis" / "speed_gru_layer.py"), "--revisions", "HEAD,.", "--inputs", "484,x"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )  # fmt: skip
+    assert bad_widths.returncode == 2 and "Traceback" not in bad_widths.stderr
+    assert bad_widths.stderr.strip().endswith("expected positive input widths, comma-separated, e.g. 484,200; got '484,x'")
 
 
 def _load_script(monkeypatch, name: str):
@@ -272,17 +278,23 @@ def test_speed_study_moves_every_seed_up_by_one_and_names_the_study_apart(monkey
         next_seeds('name = "grid"\n', Path("grid.toml"))
 
 
+def _speed_study(tmp_path, study: Path, out: Path, registry: Path, *options: str) -> str:
+    """speed_study.py's output on `study` with the tiny registry and its data, one thread; it must succeed."""
+    ran = subprocess.run(
+        [sys.executable, str(REPO / "analysis" / "speed_study.py"), str(study), "--out-dir", str(out), "--registry", str(registry),
+         "--source-dir", str(tmp_path / "data-root"), "--threads", "1", *options],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr + ran.stdout
+    return ran.stdout
+
+
 @pytest.mark.slow
 def test_speed_study_times_a_study_then_plans_and_times_its_next_seeds(tmp_path, tiny_registry):
     study = tmp_path / "one.toml"
     study.write_text('name = "one"\napproaches = ["tiny-reader"]\nbenches = ["tiny-babi"]\nseeds = [0]\n')
     out = tmp_path / "out"
-    ran = subprocess.run(
-        [sys.executable, str(REPO / "analysis" / "speed_study.py"), str(study), "--out-dir", str(out), "--registry", str(tiny_registry),
-         "--source-dir", str(tmp_path / "data-root"), "--threads", "1"],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path,
-    )  # fmt: skip
-    assert ran.returncode == 0, ran.stderr + ran.stdout
+    _speed_study(tmp_path, study, out, tiny_registry)
     result = json.loads((out / "speed-study.json").read_text())
     first, second = result["runs"]
     assert (first["study"], first["jobs"], second["study"], second["jobs"]) == ("one", 1, "one-next", 1)
@@ -319,12 +331,7 @@ def test_speed_study_plans_a_study_from_its_pilots_jobs_and_compares_each_approa
     study = tmp_path / "one.toml"
     study.write_text('name = "one"\napproaches = ["tiny-reader"]\nbenches = ["tiny-babi"]\nseeds = [0]\n[budget]\ntrain_questions = 30\n')
     out = tmp_path / "out"
-    ran = subprocess.run(
-        [sys.executable, str(REPO / "analysis" / "speed_study.py"), str(study), "--out-dir", str(out), "--registry", str(tiny_registry),
-         "--source-dir", str(tmp_path / "data-root"), "--threads", "1", "--pilot", "10,5"],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path,
-    )  # fmt: skip
-    assert ran.returncode == 0, ran.stderr + ran.stdout
+    printed = _speed_study(tmp_path, study, out, tiny_registry, "--pilot", "10,5")
     result = json.loads((out / "speed-study.json").read_text())
     first, second = result["runs"]
     # the pilot's job, at 10 training questions, is not the study's: the study's own job still runs
@@ -336,7 +343,7 @@ def test_speed_study_plans_a_study_from_its_pilots_jobs_and_compares_each_approa
     assert measured["estimate_over_actual"] == pytest.approx(measured["estimate_seconds"] / measured["actual_seconds"])
     assert "tiny-reader on tiny-babi (hparams 0, seed 0, 5 test questions, 10 train questions)" in (out / "first.log").read_text()
     assert "tiny-reader on tiny-babi (hparams 0, seed 0, 30 train questions)" in (out / "second.log").read_text()
-    assert "tiny-reader" in ran.stdout.split("planned (s)")[1]
+    assert "tiny-reader" in printed.split("planned (s)")[1]
 
 
 def test_speed_study_names_a_bad_study_in_concurs_one_line_before_any_job(tmp_path):
