@@ -10,6 +10,7 @@
 #   speed-training-bert-base.json    concur, its ablation and both Trainer settings, bert-base-sized random weights;
 #                                    then 2 and 4 concur jobs sharing the GPU
 #   readers.txt                      every reader that needs no spaCy (speed_readers.py)
+#   reader-epochs.txt                a full-SQuAD-sized epoch (87,599 questions) of each BiDAF-class reader, measured
 #   parity-minilm-seedN.json         EM of concur and Trainer's fast settings, MiniLM, all of squad-dev-carved, 1 epoch
 #   study/speed-study.json           the quick-start study on the GPU: jobs/hour, GPU busy time, then its next seed
 #                                    planned and timed (speed_study.py; needs the quick start's sources in DATA_DIR)
@@ -28,6 +29,8 @@ python3 "$here/speed_training.py" --device cuda --source-dir "$data" --model-pat
     --train-questions 4096 --test-questions 1000 --out "$out/speed-training-bert-base.json"
 python3 "$here/speed_readers.py" --device cuda --source-dir "$data" --questions 2000 --steps 30 --warmup-steps 5 \
     --approaches bidaf,bidaf-pp,docreader-nofeat,fusionnet-nofeat,mnemonic-reader-nofeat,qanet,rasor | tee "$out/readers.txt"
+python3 "$here/speed_readers.py" --device cuda --source-dir "$data" --questions 4000 --warmup-steps 10 --epoch-questions 87599 \
+    --approaches bidaf,bidaf-pp,docreader-nofeat,mnemonic-reader-nofeat | tee "$out/reader-epochs.txt"
 for seed in ${SEEDS:-0 1 2}; do
     python3 "$here/speed_training.py" --device cuda --source-dir "$data" --model-path "$minilm" --systems concur,trainer-fast \
         --train-questions 8414 --test-questions 2093 --seed "$seed" --out "$out/parity-minilm-seed$seed.json"

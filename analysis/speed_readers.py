@@ -1,6 +1,6 @@
 """Training and inference speed of the non-pretrained readers, in questions per second.
 
-Run: `python analysis/speed_readers.py [--device cuda] [--steps 30] [--approaches bidaf,qanet]`.
+Run: `python analysis/speed_readers.py [--device cuda] [--steps 30 | --epoch-questions 87599] [--approaches bidaf,qanet]`.
 Data: real SQuAD questions (the MRQA SQuAD dev file from ../shared/data or --source-dir), a
 seeded sample of `--questions` of them. Training speed counts the optimisation loop only
 (forward, backward, optimiser step; TrainReport.details["fit_seconds"]) over `--steps` steps
@@ -8,12 +8,16 @@ of each spec's batch size, after `--warmup-steps` untimed ones (cuDNN/cuBLAS set
 first-shape costs would otherwise dominate short runs on a GPU); inference speed is the whole predict() call (tokenising, tagging or
 reading the annotation cache, batching, decoding) over the same questions. The with-features
 readers need a spaCy pipeline (`--spacy-pipeline`) unless `concur data annotate` has cached
-these texts. Prints the machine it ran on.
+these texts. `--epoch-questions N` trains each reader for the steps of one epoch over N questions
+at its batch size instead (87599: SQuAD v1.1 train; the sample is reshuffled each time it runs
+out) and prints the seconds that epoch took, measured rather than extrapolated from a short run.
+Prints the machine it ran on.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import platform
 import time
@@ -83,7 +87,10 @@ def main() -> None:
     add_common_options(parser)
     parser.add_argument("--steps", type=int, default=30, help="optimiser steps timed per approach")
     parser.add_argument("--warmup-steps", type=int, default=10, help="untimed optimiser steps before each approach's timed run")
+    parser.add_argument("--epoch-questions", type=int, default=0, help="time one epoch over this many questions instead of --steps")
     args = parser.parse_args()
+    if args.steps < 1 or args.epoch_questions < 0:
+        parser.error("--steps must be at least 1 and --epoch-questions at least 0")
     specs = reader_specs(args)
     data = squad_sample(args)
     cache_dir = Workspace.resolve().cache_dir
@@ -93,7 +100,11 @@ def main() -> None:
         if args.warmup_steps:
             warmup = {**spec.hparams, "epochs": args.warmup_steps * batch / data.n_questions, "steps": 0}  # steps 0: epochs rule
             build_approach(spec, warmup).train(data, context)
-        approach = build_approach(spec, {**spec.hparams, "epochs": args.steps * batch / data.n_questions, "steps": 0})
+        if args.epoch_questions:  # exactly that many steps, however many questions the sample holds
+            budget = {"steps": math.ceil(args.epoch_questions / batch)}
+        else:
+            budget = {"epochs": args.steps * batch / data.n_questions, "steps": 0}
+        approach = build_approach(spec, {**spec.hparams, **budget})
         report = approach.train(data, context)
         if args.device.startswith("cuda"):
             torch.cuda.synchronize()
@@ -104,6 +115,11 @@ def main() -> None:
             torch.cuda.synchronize()
         predict_rate = data.n_questions / (time.perf_counter() - started)
         print(row(spec.id, batch, train_rate, predict_rate, report.details["parameters"]), flush=True)
+        if args.epoch_questions:
+            print(
+                f"{spec.id}: one epoch of {args.epoch_questions} questions ({report.optimizer_steps} steps of {batch}) "
+                f"trained in {report.details['fit_seconds']:.1f} s"
+            )
 
 
 if __name__ == "__main__":

@@ -15,8 +15,9 @@ Run: `python analysis/speed_study.py STUDY --out-dir OUT [--device cuda] [--sour
    jobs that run at once (--workers on the CPU, GPUs x --jobs-per-gpu on CUDA).
 4. `concur study run SECOND`, timed likewise.
 
-Prints a table and writes OUT/speed-study.json: per run its jobs, wall seconds, jobs per hour and mean
-GPU busy time, the plan's estimate over the second run's actual time (the speed issue asks for
+Prints a table and writes OUT/speed-study.json: per run its jobs, how many of them ran in workers forked
+warm (the others started new processes: a GPU worker whose zygote found CUDA initialised), wall seconds,
+jobs per hour and mean GPU busy time, the plan's estimate over the second run's actual time (the speed issue asks for
 the estimate within 30% of it), and per approach its jobs' estimated against measured device-seconds.
 """
 
@@ -37,6 +38,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from concur.runner.store import Store
+from concur.workspace import Workspace
+
 SAMPLE_MS = 500  # nvidia-smi's sampling period
 NVIDIA_SMI = "nvidia-smi"  # counts the GPUs and samples their busy time
 SEEDS_LINE = re.compile(r"^seeds\s*=\s*\[([^\]]*)\]", re.MULTILINE)
@@ -54,6 +58,7 @@ class StudyRun:
     jobs: int
     wall_seconds: float
     gpu_busy_percent: float | None  # mean of nvidia-smi's samples; None without a GPU
+    forked_jobs: int  # of `jobs`, those whose worker was forked warm (the rest started new processes)
 
     @property
     def jobs_per_hour(self) -> float:
@@ -134,6 +139,7 @@ def study_plan(args: argparse.Namespace, study: Path, parallel: int) -> dict[str
 def timed_run(args: argparse.Namespace, study: Path, log: Path) -> StudyRun:
     """Run every job of `study` (its output in `log`), sampling the GPU's busy time on CUDA."""
     jobs = sum(1 for job in study_plan(args, study, 1)["jobs"] if job["state"] != "done")
+    before = stored_results(args)
     sampler = None
     if args.device.startswith("cuda"):
         query = [NVIDIA_SMI, "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits", f"-lms={SAMPLE_MS}"]
@@ -149,7 +155,19 @@ def timed_run(args: argparse.Namespace, study: Path, log: Path) -> StudyRun:
         busy = statistics.fmean(samples) if samples else None
     if ran.returncode != 0:
         raise SystemExit(f"`concur study run {study}` failed (exit {ran.returncode}); its output: {log}")
-    return StudyRun(study.stem, jobs, wall, busy)
+    forked = sum(1 for key, row in stored_results(args).items() if key not in before and row.get("pool_start_seconds") is not None)
+    return StudyRun(study.stem, jobs, wall, busy, forked)
+
+
+def stored_results(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """The results in OUT/runs's index by job key (none before the first run). A job forked warm carries its zygote's
+    start-up time (`pool_start_seconds`); a job's key is only known once its benchmark is prepared, so the jobs of a
+    run are those new in the index after it."""
+    db_path = Workspace.resolve(args.out_dir / "runs").db_path
+    if not db_path.exists():
+        return {}
+    with Store.open_for_reading(db_path) as store:
+        return {row["key"]: row for row in store.rows()}
 
 
 def parallel_slots(args: argparse.Namespace) -> int:
@@ -245,10 +263,10 @@ def main() -> None:
     second = timed_run(args, second_study, args.out_dir / "second.log")
     approaches = estimates_by_approach(planned, study_plan(args, second_study, parallel))
     write_result(args, [first, second], parallel, estimate, approaches)
-    print(f"{'run':<24} {'jobs':>5} {'wall (s)':>9} {'jobs/hour':>10} {'GPU busy':>9}")
+    print(f"{'run':<24} {'jobs':>5} {'forked':>7} {'wall (s)':>9} {'jobs/hour':>10} {'GPU busy':>9}")
     for run in (first, second):
         busy = f"{run.gpu_busy_percent:.0f}%" if run.gpu_busy_percent is not None else "-"
-        print(f"{run.study:<24} {run.jobs:>5} {run.wall_seconds:>9.1f} {run.jobs_per_hour:>10.0f} {busy:>9}")
+        print(f"{run.study:<24} {run.jobs:>5} {run.forked_jobs:>7} {run.wall_seconds:>9.1f} {run.jobs_per_hour:>10.0f} {busy:>9}")
     print(f"\n{'approach':<24} {'jobs':>5} {'planned (s)':>12} {'measured (s)':>13} {'ratio':>6}")
     for approach, sums in approaches.items():
         planned_s, actual, over = sums["estimate_seconds"], sums["actual_seconds"], sums["estimate_over_actual"]

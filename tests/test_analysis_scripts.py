@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -30,12 +31,15 @@ def _script(tmp_path, name: str, *args: str) -> str:
 @pytest.mark.slow
 def test_speed_readers_reports_positive_rates(tmp_path):
     shared_file("mrqa/dev/SQuAD.jsonl.gz")
-    options = ["--steps", "2", "--warmup-steps", "1", "--questions", "40", "--precision", "fp32"]
+    options = ["--epoch-questions", "10", "--warmup-steps", "1", "--questions", "40", "--precision", "fp32"]
     out = _script(tmp_path, "speed_readers.py", "--approaches", "rasor", *options)
     assert "precision fp32" in out
     (row,) = [line.split() for line in out.splitlines() if line.startswith("rasor ")]
     batch, train_rate, predict_rate = int(row[1]), float(row[2]), float(row[3])
     assert batch == 4 and train_rate > 0 and predict_rate > 0  # rasor's spec trains in batches of 4
+    (epoch,) = [line for line in out.splitlines() if line.startswith("rasor: one epoch")]
+    seconds = float(re.fullmatch(r"rasor: one epoch of 10 questions \(3 steps of 4\) trained in ([0-9.]+) s", epoch).group(1))
+    assert seconds == pytest.approx(3 * 4 / train_rate, abs=0.06)  # the rate is the same run's questions over its seconds
 
 
 @pytest.mark.slow
@@ -292,17 +296,18 @@ def _speed_study(tmp_path, study: Path, out: Path, registry: Path, *options: str
 @pytest.mark.slow
 def test_speed_study_times_a_study_then_plans_and_times_its_next_seeds(tmp_path, tiny_registry):
     study = tmp_path / "one.toml"
-    study.write_text('name = "one"\napproaches = ["tiny-reader"]\nbenches = ["tiny-babi"]\nseeds = [0]\n')
+    study.write_text('name = "one"\napproaches = ["tiny-reader"]\nbenches = ["tiny-babi"]\nseeds = [0, 2]\n')
     out = tmp_path / "out"
     _speed_study(tmp_path, study, out, tiny_registry)
     result = json.loads((out / "speed-study.json").read_text())
     first, second = result["runs"]
-    assert (first["study"], first["jobs"], second["study"], second["jobs"]) == ("one", 1, "one-next", 1)
-    assert first["gpu_busy_percent"] is None and first["jobs_per_hour"] == pytest.approx(3600 / first["wall_seconds"])
+    assert (first["study"], first["jobs"], second["study"], second["jobs"]) == ("one", 2, "one-next", 2)
+    assert first["gpu_busy_percent"] is None and first["jobs_per_hour"] == pytest.approx(2 * 3600 / first["wall_seconds"])
+    assert first["forked_jobs"] == 2 and second["forked_jobs"] == 2  # a grid's workers are forked from its zygote
     assert result["parallel"] == 1 and result["plan_estimate_seconds"] > 0
     assert result["plan_over_actual"] == pytest.approx(result["plan_estimate_seconds"] / second["wall_seconds"])
-    assert "seeds = [1]" in (out / "one-next.toml").read_text()
-    assert "tiny-reader on tiny-babi (hparams 0, seed 1) on cpu (1 threads" in (out / "second.log").read_text()
+    assert "seeds = [1, 3]" in (out / "one-next.toml").read_text()
+    assert "started tiny-reader on tiny-babi (hparams 0, seed 1) on CPU" in (out / "second.log").read_text()
     again = subprocess.run([sys.executable, str(REPO / "analysis" / "speed_study.py"), str(study), "--out-dir", str(out)],
                            capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
     assert again.returncode == 1 and "exists: the first run must measure every job, so give a new --out-dir" in again.stderr

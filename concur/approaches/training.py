@@ -11,6 +11,7 @@ progress bar, and the non-finite-loss fault (raised by the curve).
 from __future__ import annotations
 
 import math
+from contextlib import closing
 from dataclasses import dataclass
 from itertools import chain, count, islice
 from typing import Any, Protocol, TypeVar
@@ -23,6 +24,7 @@ from concur.approaches.base import RunContext
 from concur.approaches.batches import length_grouped_batches, split_batch
 from concur.approaches.loss_curve import LossCurve
 from concur.approaches.precision import autocast
+from concur.approaches.prefetch import prefetch_depth, prefetched
 from concur.progress import task_progress
 
 # TensorFlow's ExponentialMovingAverage(num_updates=step) warms the decay up as (1 + step) / (10 + step),
@@ -95,16 +97,19 @@ def fit(model: nn.Module, objective: Objective[Any], plan: Plan, context: RunCon
     rng = np.random.default_rng(context.seed)
     lengths = objective.lengths()
     epochs = (length_grouped_batches(lengths, plan.batch_size, rng) for _ in count())
+    batches = islice(chain.from_iterable(epochs), plan.steps)
+    # each step's pieces, as (share of the batch, inputs on the device), collated ahead of the step that needs them
+    per_device = context.per_device_batch_size
+    pieces = ([(len(piece) / len(batch), objective.batch(piece)) for piece in split_batch(batch, per_device)] for batch in batches)
     model.train()
-    with task_progress() as progress:
+    with closing(prefetched(pieces, prefetch_depth(context.device))) as steps, task_progress() as progress:
         task = progress.add_task(f"train {name}", total=plan.steps, status="")
         curve = LossCurve(plan.steps, context.device, context.log, progress, task)
-        for step, batch in enumerate(islice(chain.from_iterable(epochs), plan.steps), start=1):
-            for piece in split_batch(batch, context.per_device_batch_size):
-                inputs = objective.batch(piece)
+        for step, step_pieces in enumerate(steps, start=1):
+            for share, inputs in step_pieces:
                 with autocast(context.device, context.precision):
                     outputs = objective.forward(model, inputs)
-                scaled = objective.loss(outputs, inputs) * (len(piece) / len(batch))
+                scaled = objective.loss(outputs, inputs) * share
                 scaled.backward()
                 curve.add(scaled)
             if plan.max_grad_norm > 0:

@@ -11,20 +11,25 @@ everything is fp32 and a seed fixes every loss and prediction.
 from __future__ import annotations
 
 import time
+from contextlib import closing
+from typing import Any
 
 import numpy as np
 
 from concur.approaches.base import RunContext, TrainReport
 from concur.approaches.batches import sorted_batches
-from concur.approaches.hf_span.batching import pad_batch, pad_multiple, to_device
+from concur.approaches.hf_span.batching import pad_batch, pad_multiple
 from concur.approaches.hf_span.decoding import answers, best_window_spans, span_masks
 from concur.approaches.hf_span.feature_cache import predict_features, train_features
+from concur.approaches.hf_span.features import PredictFeatures
 from concur.approaches.hf_span.hparams import HFSpanHParams
 from concur.approaches.hf_span.loading import LoadedModel, load_pretrained, model_settings
 from concur.approaches.hf_span.loss import WindowObjective
 from concur.approaches.hf_span.optimization import training_plan, warmup_steps
 from concur.approaches.precision import autocast
+from concur.approaches.prefetch import prefetch_depth, prefetched
 from concur.approaches.training import epoch_steps, fit
+from concur.approaches.transfer import to_device
 from concur.data.model import Split
 from concur.errors import ConcurError
 from concur.progress import task_progress
@@ -115,14 +120,12 @@ class HFSpanApproach:
         batches = sorted_batches(features.windows.lengths(), batch_size)
         pad_id = _pad_id(tokenizer.pad_token_id)
         model.eval()
-        with torch.inference_mode(), task_progress() as progress:
+        prepared = (prediction_inputs(features, indices, pad_id, context.device) for indices in batches)
+        with torch.inference_mode(), closing(prefetched(prepared, prefetch_depth(context.device))) as ready, task_progress() as progress:
             task = progress.add_task(f"predict {self.spec.id}", total=len(batches), status="")
-            for indices in batches:
-                inputs = to_device(pad_batch(features.windows, indices, pad_id, pad_multiple(context.device)), context.device)
+            for indices, inputs, masks in ready:
                 with autocast(context.device, context.precision):
                     output = model(**inputs)
-                start_mask, end_mask = span_masks(features, indices, inputs["input_ids"].shape[1])
-                masks = to_device({"start": start_mask, "end": end_mask}, context.device)
                 score, start, end = best_window_spans(
                     output.start_logits,
                     output.end_logits,
@@ -143,6 +146,15 @@ class HFSpanApproach:
             + (f"; {empty} without a valid span" if empty else "")
         )
         return predictions
+
+
+def prediction_inputs(
+    features: PredictFeatures, indices: np.ndarray, pad_id: int, device: str
+) -> tuple[np.ndarray, dict[str, Any], dict[str, Any]]:
+    """A prediction batch's windows `indices`, their padded inputs and the masks of the tokens a span may use, on `device`."""
+    inputs = to_device(pad_batch(features.windows, indices, pad_id, pad_multiple(device)), device)
+    start_mask, end_mask = span_masks(features, indices, inputs["input_ids"].shape[1])
+    return indices, inputs, to_device({"start": start_mask, "end": end_mask}, device)
 
 
 def _pad_id(pad_token_id: int | None) -> int:

@@ -34,14 +34,6 @@ def pad_batch(windows: Windows, indices: Sequence[int] | np.ndarray, pad_id: int
     return batch
 
 
-def to_device(batch: dict[str, Any], device: str) -> dict[str, Any]:
-    """The tensors of a padded batch on `device`. CUDA copies from pinned memory, so they are asynchronous and the
-    host goes on preparing the next batch while the GPU works (a copy from pageable memory waits for the GPU)."""
-    if not device.startswith("cuda"):
-        return {name: tensor.to(device) for name, tensor in batch.items()}
-    return {name: tensor.pin_memory().to(device, non_blocking=True) for name, tensor in batch.items()}
-
-
 def pad_multiple(device: str) -> int:
     """How far batches are padded on `device`: a multiple of 8 on CUDA, exact elsewhere."""
     return CUDA_PAD_MULTIPLE if device.startswith("cuda") else 1

@@ -12,8 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from concur.approaches.hf_span.batching import pad_batch, pad_multiple, to_device
+from concur.approaches.hf_span.batching import pad_batch, pad_multiple
 from concur.approaches.hf_span.features import TrainFeatures
+from concur.approaches.transfer import to_device
 
 
 def span_loss(start_logits: Any, end_logits: Any, attention_mask: Any, start_positions: Any, end_positions: Any) -> Any:

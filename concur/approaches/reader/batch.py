@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from concur.approaches.reader.encode import EncodedSplit, TextArrays
+from concur.approaches.transfer import to_device
 
 
 @dataclass
@@ -36,7 +37,7 @@ class Batch:
     ends: Any
 
     def to(self, device: str) -> Batch:
-        return Batch(**{f.name: getattr(self, f.name).to(device, non_blocking=True) for f in fields(self)})
+        return Batch(**to_device({f.name: getattr(self, f.name) for f in fields(self)}, device))
 
 
 def n_features(linguistic: bool) -> int:

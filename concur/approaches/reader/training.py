@@ -10,6 +10,7 @@ runs under bf16 autocast with fp32 weights.
 from __future__ import annotations
 
 import math
+from contextlib import closing
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +20,7 @@ from torch import nn
 from concur.approaches.base import RunContext
 from concur.approaches.batches import sorted_batches, typical_batch_tokens
 from concur.approaches.precision import autocast
+from concur.approaches.prefetch import prefetch_depth, prefetched
 from concur.approaches.reader.batch import Batch, collate
 from concur.approaches.reader.encode import EncodedSplit
 from concur.approaches.reader.hparams.base import ReaderHParams
@@ -108,10 +110,10 @@ def predict_spans(model: nn.Module, data: EncodedSplit, hp: ReaderHParams, conte
     batches = sorted_batches(lengths, batch_size, typical_batch_tokens(lengths, batch_size))
     spans = np.zeros((len(lengths), 2), dtype=np.int64)
     model.eval()
-    with torch.inference_mode(), task_progress() as progress:
+    collated = ((indices, collate(data, indices, linguistic).to(context.device)) for indices in batches)
+    with torch.inference_mode(), closing(prefetched(collated, prefetch_depth(context.device))) as ready, task_progress() as progress:
         task = progress.add_task(f"predict {name}", total=len(batches), status="")
-        for indices in batches:
-            batch = collate(data, indices, linguistic).to(context.device)
+        for indices, batch in ready:
             with autocast(context.device, context.precision):
                 logits = model(batch)
             start, end = best_spans(span_grid(logits, batch.c_mask, hp.max_answer_length))
