@@ -11,7 +11,10 @@ readers need a spaCy pipeline (`--spacy-pipeline`) unless `concur data annotate`
 these texts. `--epoch-questions N` trains each reader for the steps of one epoch over N questions
 at its batch size instead (87599: SQuAD v1.1 train; the sample is reshuffled each time it runs
 out) and prints the seconds that epoch took, measured rather than extrapolated from a short run.
-Prints the machine it ran on.
+`--profile` runs the timed training under torch.profiler (slower: its rates are not comparable) and
+prints where the whole loop's time went, per optimiser step: the host's operators by their own
+time and, on a GPU, the kernels; set beside `speed_step.py`'s fixed batches, it shows what the loop
+adds to the model's step. Prints the machine it ran on.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import math
 import os
 import platform
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -37,6 +42,7 @@ from concur.registry.specs import ApproachSpec
 from concur.workspace import Workspace, data_roots
 
 SQUAD_DEV = "mrqa/dev/SQuAD.jsonl.gz"
+PROFILE_ROWS = 25  # operators shown in each --profile table
 
 
 def add_common_options(parser: argparse.ArgumentParser) -> None:
@@ -82,12 +88,39 @@ def row(approach: str, batch: int, train_rate: float, predict_rate: float, param
     return f"{approach:24s} {batch:5d} {train_rate:10.1f} {predict_rate:12.1f} {parameters:11,d}"
 
 
+@contextmanager
+def profiled(enabled: bool, device: str) -> Iterator[torch.profiler.profile | None]:
+    """torch.profiler over the block (CPU operators, and CUDA kernels on a GPU) when `enabled`; else nothing."""
+    if not enabled:
+        yield None
+        return
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if device.startswith("cuda"):
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    with torch.profiler.profile(activities=activities) as profile:
+        yield profile
+
+
+def profile_tables(profile: torch.profiler.profile, steps: int, device: str) -> str:
+    """The profile's per-step totals and its busiest operators: by host time, and by GPU time on a GPU."""
+    averages = profile.key_averages()
+    cpu_ms = sum(event.self_cpu_time_total for event in averages) / 1000 / steps
+    lines = [f"profiled {steps} steps: {cpu_ms:.1f} ms of host operator time a step"]
+    tables = [averages.table(sort_by="self_cpu_time_total", row_limit=PROFILE_ROWS)]
+    if device.startswith("cuda"):
+        gpu_ms = sum(event.self_device_time_total for event in averages) / 1000 / steps
+        lines[0] += f", {gpu_ms:.1f} ms of GPU time a step"
+        tables.append(averages.table(sort_by="self_cuda_time_total", row_limit=PROFILE_ROWS))
+    return "\n".join(lines + tables)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_common_options(parser)
     parser.add_argument("--steps", type=int, default=30, help="optimiser steps timed per approach")
     parser.add_argument("--warmup-steps", type=int, default=10, help="untimed optimiser steps before each approach's timed run")
     parser.add_argument("--epoch-questions", type=int, default=0, help="time one epoch over this many questions instead of --steps")
+    parser.add_argument("--profile", action="store_true", help="profile the timed training with torch.profiler and print its tables")
     args = parser.parse_args()
     if args.steps < 1 or args.epoch_questions < 0:
         parser.error("--steps must be at least 1 and --epoch-questions at least 0")
@@ -105,7 +138,8 @@ def main() -> None:
         else:
             budget = {"epochs": args.steps * batch / data.n_questions, "steps": 0}
         approach = build_approach(spec, {**spec.hparams, **budget})
-        report = approach.train(data, context)
+        with profiled(args.profile, args.device) as profile:
+            report = approach.train(data, context)
         if args.device.startswith("cuda"):
             torch.cuda.synchronize()
         train_rate = report.optimizer_steps * batch / report.details["fit_seconds"]
@@ -120,6 +154,8 @@ def main() -> None:
                 f"{spec.id}: one epoch of {args.epoch_questions} questions ({report.optimizer_steps} steps of {batch}) "
                 f"trained in {report.details['fit_seconds']:.1f} s"
             )
+        if profile is not None:
+            print(profile_tables(profile, report.optimizer_steps, args.device), flush=True)
 
 
 if __name__ == "__main__":

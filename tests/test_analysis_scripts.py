@@ -31,7 +31,7 @@ def _script(tmp_path, name: str, *args: str) -> str:
 @pytest.mark.slow
 def test_speed_readers_reports_positive_rates(tmp_path):
     shared_file("mrqa/dev/SQuAD.jsonl.gz")
-    options = ["--epoch-questions", "10", "--warmup-steps", "1", "--questions", "40", "--precision", "fp32"]
+    options = ["--epoch-questions", "10", "--warmup-steps", "1", "--questions", "40", "--precision", "fp32", "--profile"]
     out = _script(tmp_path, "speed_readers.py", "--approaches", "rasor", *options)
     assert "precision fp32" in out
     (row,) = [line.split() for line in out.splitlines() if line.startswith("rasor ")]
@@ -40,6 +40,9 @@ def test_speed_readers_reports_positive_rates(tmp_path):
     (epoch,) = [line for line in out.splitlines() if line.startswith("rasor: one epoch")]
     seconds = float(re.fullmatch(r"rasor: one epoch of 10 questions \(3 steps of 4\) trained in ([0-9.]+) s", epoch).group(1))
     assert seconds == pytest.approx(3 * 4 / train_rate, abs=0.06)  # the rate is the same run's questions over its seconds
+    host_ms = float(re.search(r"^profiled 3 steps: ([0-9.]+) ms of host operator time a step$", out, re.MULTILINE).group(1))
+    assert 0 < host_ms < seconds * 1000 / 3  # the operators' own time fits inside the steps' wall time
+    assert "aten::mkldnn_rnn_layer_backward" in out  # RaSoR's LSTMs' backward pass, among the busiest operators
 
 
 @pytest.mark.slow
