@@ -56,6 +56,21 @@ def _gone(pid: int) -> bool:
     return "State:\tZ" in status
 
 
+def test_waiting_for_an_exit_returns_when_a_worker_exits_not_at_the_timeout(tmp_path):
+    zygote = Zygote(os.environ)
+    try:
+        worker = _blocked(zygote, tmp_path, "held")
+        zygote.wait_for_exit(0.2)  # nothing has exited: it waits out its timeout
+        assert worker.poll() is None
+        started = time.monotonic()
+        os.killpg(worker.pid, signal.SIGKILL)  # it leads its own session
+        zygote.wait_for_exit(600)
+        assert worker.poll() == -signal.SIGKILL  # its exit was already reported when the wait returned
+        assert time.monotonic() - started < 300  # woken by the exit, not by the ten-minute timeout
+    finally:
+        zygote.close()
+
+
 def test_a_zygote_imports_the_modules_it_is_given_once_before_forking_and_skips_missing_ones(tmp_path):
     package = tmp_path / "site"
     package.mkdir()

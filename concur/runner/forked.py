@@ -59,6 +59,7 @@ class Zygote:
         self.refused: list[str] = []  # the zygote's reasons for not forking, likewise
         self.alive: set[int] = set()  # workers of the zygote process now running
         self.forking = threading.Lock()  # one request at a time: answers come in the order of requests
+        self.exited = threading.Event()  # set when a worker exits (or all die with the zygote): the pool's cue to look
 
     def fork(self, request: Path, output: Path, environment: Mapping[str, str]) -> ForkedWorker:
         """Start the worker of the job `request`, writing to `output`, with `environment` (as a new process would get it)."""
@@ -92,6 +93,15 @@ class Zygote:
             self.changed.wait_for(lambda: pid in self.codes)
             return self.codes[pid]
 
+    def wait_for_exit(self, timeout: float) -> None:
+        """Return when a worker has exited since the last call, or after `timeout` seconds.
+
+        The pool looks for finished jobs after each wait, so a slot is refilled as soon as its worker exits
+        rather than at the next tick of its clock; a worker that exited before the call returns it at once.
+        """
+        self.exited.wait(timeout)
+        self.exited.clear()
+
     def close(self) -> None:
         """Let the zygote go (it leaves when its stdin closes); workers still running are the pool's to stop."""
         if self.process is None:
@@ -123,11 +133,13 @@ class Zygote:
                 else:
                     self.alive.discard(report["exited"])
                     self.codes[report["exited"]] = report["code"]
+                    self.exited.set()
                 self.changed.notify_all()
         process.wait()
         with self.changed:  # the zygote is gone, and its workers with it
             for pid in self.alive:
                 self.codes[pid] = -signal.SIGKILL
+            self.exited.set()
             self.alive.clear()
             self.forked.clear()  # answers no fork took: those workers died too
             self.refused.clear()

@@ -173,11 +173,12 @@ class LocalPool:
         try:
             with Heartbeat(self.claims) as self._heartbeat, _terminate_as_interrupt():
                 while todo or self._running:
+                    self._poll(todo, progress)  # first, so that a slot freed since the last look is refilled now
                     self._start(todo, progress)
-                    self._poll(todo, progress)
                     if progress is not None:
                         progress.update([r.task for r in self._running.values()], [t.task for t in todo], list(self._outcomes.values()))
-                    time.sleep(POLL_SECONDS)
+                    if todo or self._running:
+                        self._idle()
         finally:
             for running in self._running.values():  # an exception in the driver: stop the workers it started
                 _kill(running.process)
@@ -188,6 +189,13 @@ class LocalPool:
             if self._zygote is not None:
                 self._zygote.close()
         return [self._outcomes[key] for key in order]
+
+    def _idle(self) -> None:
+        """Wait for the next look: POLL_SECONDS, or less when a forked worker exits sooner."""
+        if self._zygote is not None:
+            self._zygote.wait_for_exit(POLL_SECONDS)
+        else:
+            time.sleep(POLL_SECONDS)
 
     def _start(self, todo: list[_Todo], progress: Any) -> None:
         index = 0
