@@ -24,8 +24,7 @@ import math
 import os
 import platform
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import nullcontext
 from pathlib import Path
 
 import torch
@@ -88,17 +87,10 @@ def row(approach: str, batch: int, train_rate: float, predict_rate: float, param
     return f"{approach:24s} {batch:5d} {train_rate:10.1f} {predict_rate:12.1f} {parameters:11,d}"
 
 
-@contextmanager
-def profiled(enabled: bool, device: str) -> Iterator[torch.profiler.profile | None]:
-    """torch.profiler over the block (CPU operators, and CUDA kernels on a GPU) when `enabled`; else nothing."""
-    if not enabled:
-        yield None
-        return
-    activities = [torch.profiler.ProfilerActivity.CPU]
-    if device.startswith("cuda"):
-        activities.append(torch.profiler.ProfilerActivity.CUDA)
-    with torch.profiler.profile(activities=activities) as profile:
-        yield profile
+def profiler_activities(device: str) -> list[torch.profiler.ProfilerActivity]:
+    """What `--profile` records: the host's operators, and the GPU's kernels on CUDA."""
+    cuda = [torch.profiler.ProfilerActivity.CUDA] if device.startswith("cuda") else []
+    return [torch.profiler.ProfilerActivity.CPU, *cuda]
 
 
 def profile_tables(profile: torch.profiler.profile, steps: int, device: str) -> str:
@@ -138,7 +130,7 @@ def main() -> None:
         else:
             budget = {"epochs": args.steps * batch / data.n_questions, "steps": 0}
         approach = build_approach(spec, {**spec.hparams, **budget})
-        with profiled(args.profile, args.device) as profile:
+        with torch.profiler.profile(activities=profiler_activities(args.device)) if args.profile else nullcontext() as profile:
             report = approach.train(data, context)
         if args.device.startswith("cuda"):
             torch.cuda.synchronize()

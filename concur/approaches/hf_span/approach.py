@@ -120,7 +120,7 @@ class HFSpanApproach:
         batches = sorted_batches(features.windows.lengths(), batch_size)
         pad_id = _pad_id(tokenizer.pad_token_id)
         model.eval()
-        prepared = (prediction_inputs(features, indices, pad_id, context.device) for indices in batches)
+        prepared = ((indices, *prediction_inputs(features, indices, pad_id, context.device)) for indices in batches)
         with torch.inference_mode(), closing(prefetched(prepared, prefetch_depth(context.device))) as ready, task_progress() as progress:
             task = progress.add_task(f"predict {self.spec.id}", total=len(batches), status="")
             for indices, inputs, masks in ready:
@@ -148,13 +148,11 @@ class HFSpanApproach:
         return predictions
 
 
-def prediction_inputs(
-    features: PredictFeatures, indices: np.ndarray, pad_id: int, device: str
-) -> tuple[np.ndarray, dict[str, Any], dict[str, Any]]:
-    """A prediction batch's windows `indices`, their padded inputs and the masks of the tokens a span may use, on `device`."""
+def prediction_inputs(features: PredictFeatures, indices: np.ndarray, pad_id: int, device: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The padded inputs of the prediction windows `indices` and the masks of the tokens a span may use, on `device`."""
     inputs = to_device(pad_batch(features.windows, indices, pad_id, pad_multiple(device)), device)
     start_mask, end_mask = span_masks(features, indices, inputs["input_ids"].shape[1])
-    return indices, inputs, to_device({"start": start_mask, "end": end_mask}, device)
+    return inputs, to_device({"start": start_mask, "end": end_mask}, device)
 
 
 def _pad_id(pad_token_id: int | None) -> int:
