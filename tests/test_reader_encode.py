@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from concur.approaches.reader.batch import collate, n_features
+from concur.approaches.reader.batch import BatchContents, collate, n_features
 from concur.approaches.reader.encode import analyse, build_vocabularies, encode, limit_passages
 from concur.approaches.reader.vocab import PAD, UNK, label_vocabulary, word_vocabulary
 from concur.data.model import DetectedAnswer, Passage, Question, Split
@@ -228,6 +228,49 @@ def test_collate_cuts_passages_and_matches_against_the_cut():
     assert batch.q_features[0, :, 1].tolist() == [0, 0, 0, 1, 0, 0]  # "the" matches "The" lower-cased
     # term frequencies stay those of the whole passage
     assert batch.c_features[0, :, 2].tolist() == pytest.approx([1 / 11, 2 / 11, 1 / 11, 1 / 11, 1 / 11])
+
+
+def test_collate_matches_each_passage_against_its_own_question_only():
+    encoded = encoded_split()
+    batch = collate(encoded, [0, 2], linguistic=False)
+    # row 1's passage "BPB The old red barn stood near the dog . EEPE" shares no word with row 0's question, but
+    # "stood", "near", "the" and "dog" are in its own question; row 0's passage has "the" in no question of the batch
+    assert batch.c_features[1, :11, 0].tolist() == [0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0]
+    for row in (0, 1):
+        alone = collate(encoded, [[0, 2][row]], linguistic=False)
+        n = alone.c_words.shape[1]
+        torch.testing.assert_close(batch.c_features[row, :n], alone.c_features[0])
+        torch.testing.assert_close(batch.q_features[row, : alone.q_words.shape[1]], alone.q_features[0])
+
+
+def test_match_ids_are_dense_over_the_split_and_equal_where_the_strings_are():
+    encoded = encoded_split()
+    texts = [*encoded.contexts, *encoded.questions]
+    ids = np.concatenate([text.match_ids for text in texts])
+    forms = [form for text in [*encoded.analysed.contexts, *encoded.analysed.questions] for form in text.forms]
+    keys = [(form, form.lower(), form.lower()) for form in forms]  # word, lower case, lemma (lower case without a tagger)
+    assert ids.shape == (len(forms), 3)
+    assert sorted(set(ids.ravel().tolist())) == list(range(len({key for row in keys for key in row})))
+    for column in range(3):
+        for i, j in ((0, 1), (1, 5), (3, len(forms) - 1)):
+            assert (ids[i, column] == ids[j, column]) == (keys[i][column] == keys[j][column])
+    the, The = forms.index("the"), forms.index("The")
+    assert ids[The, 0] != ids[the, 0] and ids[The, 1] == ids[the, 1] == ids[the, 0]  # one id per distinct string
+
+
+def test_collate_builds_only_the_contents_a_reader_reads():
+    encoded = encoded_split()
+    full = collate(encoded, [2, 0], linguistic=False)
+    for chars, features in ((False, False), (True, False), (False, True)):
+        batch = collate(encoded, [2, 0], linguistic=False, contents=BatchContents(chars=chars, features=features)).to("cpu")
+        assert (batch.c_chars is None, batch.q_chars is None) == (not chars, not chars)
+        assert (batch.c_features is None, batch.q_features is None) == (not features, not features)
+        for name in ("c_words", "q_words", "c_mask", "q_mask", "c_pos", "q_ner", "starts", "ends"):
+            assert torch.equal(getattr(batch, name), getattr(full, name)), name
+        if chars:
+            assert torch.equal(batch.c_chars, full.c_chars)
+        if features:
+            assert torch.equal(batch.q_features, full.q_features)
 
 
 def example(context: str, question: str, first: int, last: int):

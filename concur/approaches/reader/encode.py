@@ -1,8 +1,9 @@
 """From a split to arrays: tokens, vocabulary ids, characters, tags, and the answer's token span.
 
-Each passage is tokenised (and tagged) once however many questions it has. Exact-match and
-term-frequency features are not stored: they are cheap set operations on per-token hashes,
-done when a batch is assembled (concur.approaches.reader.batch).
+Each passage is tokenised (and tagged) once however many questions it has. Exact-match
+features are not stored: they are set operations on per-token match ids (dense over the split,
+so a batch's pairs are compared in one sorted search), done when a batch is assembled
+(concur.approaches.reader.batch).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ class TextArrays:
     chars: np.ndarray  # (n, max_word_chars) character ids, 0-padded
     pos: np.ndarray  # (n,) tag ids (all 0 without a tagger)
     ner: np.ndarray  # (n,)
-    hashes: np.ndarray  # (n, 3) hashes of the word, its lower case, its lemma (exact-match features)
+    match_ids: np.ndarray  # (n, 3) ids of the word, its lower case, its lemma: equal iff the strings are, dense over the split
     tf: np.ndarray  # (n,) float32: occurrences of the lower-cased word in this text / n
 
 
@@ -106,6 +107,7 @@ def encode(analysed: AnalysedSplit, vocabularies: Vocabularies, max_word_chars: 
     """Arrays for every text, and the token span of each answer (or why there is none)."""
     contexts = [_arrays(text, vocabularies, max_word_chars) for text in analysed.contexts]
     questions = [_arrays(text, vocabularies, max_word_chars) for text in analysed.questions]
+    _densify_match_ids([*contexts, *questions])
     starts = np.full(len(questions), -1, dtype=np.int64)
     ends = np.full(len(questions), -1, dtype=np.int64)
     skipped: Counter[str] = Counter()
@@ -131,6 +133,15 @@ def limit_passages(encoded: EncodedSplit, max_passage_tokens: int) -> None:
     encoded.skipped["answer beyond max_passage_tokens"] += int(beyond.sum())
     encoded.starts[beyond] = -1
     encoded.ends[beyond] = -1
+
+
+def _densify_match_ids(texts: Sequence[TextArrays]) -> None:
+    """Replace each text's string hashes by their rank among the split's distinct hashes (small non-negative ids)."""
+    if not texts:
+        return
+    _, dense = np.unique(np.concatenate([text.match_ids.ravel() for text in texts]), return_inverse=True)
+    for text, ids in zip(texts, np.split(dense.reshape(-1), np.cumsum([text.match_ids.size for text in texts])[:-1])):
+        text.match_ids = ids.reshape(text.match_ids.shape)
 
 
 def _analyse_texts(texts: Sequence[str], tagger: Tagger | None, max_tokens: int) -> list[Analysed]:
@@ -164,6 +175,6 @@ def _arrays(text: Analysed, vocabularies: Vocabularies, max_word_chars: int) -> 
         chars=chars,
         pos=vocabularies.pos.ids(annotation.pos) if annotation else np.zeros(n, dtype=np.int64),
         ner=vocabularies.ner.ids(annotation.ner) if annotation else np.zeros(n, dtype=np.int64),
-        hashes=hashes,
+        match_ids=hashes,  # made dense over the split by _densify_match_ids
         tf=(counts[inverse] / max(n, 1)).astype(np.float32).reshape(n),
     )

@@ -21,7 +21,7 @@ from concur.approaches.base import RunContext
 from concur.approaches.batches import sorted_batches, typical_batch_tokens
 from concur.approaches.precision import autocast
 from concur.approaches.prefetch import prefetch_depth, prefetched
-from concur.approaches.reader.batch import Batch, collate
+from concur.approaches.reader.batch import Batch, BatchContents, collate
 from concur.approaches.reader.encode import EncodedSplit
 from concur.approaches.reader.hparams.base import ReaderHParams
 from concur.approaches.reader.layers import best_spans, span_grid, span_loss
@@ -82,12 +82,13 @@ class ReaderObjective:
     hp: ReaderHParams
     linguistic: bool
     device: str
+    contents: BatchContents  # what the model reads
 
     def lengths(self) -> np.ndarray:
         return np.array([len(self.data.contexts[self.data.context_of[i]].words) for i in self.examples])
 
     def batch(self, indices: np.ndarray) -> Batch:
-        return collate(self.data, self.examples[indices], self.linguistic, self.hp.max_passage_tokens).to(self.device)
+        return collate(self.data, self.examples[indices], self.linguistic, self.hp.max_passage_tokens, self.contents).to(self.device)
 
     def forward(self, model: nn.Module, batch: Batch) -> torch.Tensor:
         return model(batch)
@@ -96,10 +97,15 @@ class ReaderObjective:
         return span_loss(outputs, batch.c_mask, batch.starts, batch.ends, self.hp.max_answer_length)
 
 
+def batch_contents(model: nn.Module) -> BatchContents:
+    """The inputs `model` reads (its class's `batch_contents`); a model that does not say gets them all."""
+    return getattr(model, "batch_contents", BatchContents())
+
+
 def fit_reader(model: nn.Module, data: EncodedSplit, hp: ReaderHParams, context: RunContext, name: str, linguistic: bool) -> list[float]:
     """Train `model` on the questions of `data` with an answer span; returns the mean loss per logging interval."""
     examples = data.trainable()
-    objective = ReaderObjective(data, examples, hp, linguistic, context.device)
+    objective = ReaderObjective(data, examples, hp, linguistic, context.device, batch_contents(model))
     return fit(model, objective, training_plan(model, hp, len(examples)), context, name)
 
 
@@ -110,7 +116,8 @@ def predict_spans(model: nn.Module, data: EncodedSplit, hp: ReaderHParams, conte
     batches = sorted_batches(lengths, batch_size, typical_batch_tokens(lengths, batch_size))
     spans = np.zeros((len(lengths), 2), dtype=np.int64)
     model.eval()
-    collated = ((indices, collate(data, indices, linguistic).to(context.device)) for indices in batches)
+    contents = batch_contents(model)
+    collated = ((indices, collate(data, indices, linguistic, contents=contents).to(context.device)) for indices in batches)
     with torch.inference_mode(), closing(prefetched(collated, prefetch_depth(context.device))) as ready, task_progress() as progress:
         task = progress.add_task(f"predict {name}", total=len(batches), status="")
         for indices, batch in ready:

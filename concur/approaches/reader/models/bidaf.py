@@ -16,17 +16,21 @@ and a few thousand distinct words, and the highway's products were 14% of a bf16
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 from torch import nn
 
 from concur.approaches.reader.approach import ReaderApproach
-from concur.approaches.reader.batch import Batch
+from concur.approaches.reader.batch import Batch, BatchContents
 from concur.approaches.reader.hparams.bidaf import BidafHParams
 from concur.approaches.reader.inputs import ReaderInputs
 from concur.approaches.reader.layers import AttentionFlow, BiRNN, CharCNN, Highway, SpanLogits, WordEmbedding, by_length, per_distinct_token
 
 
 class BiDAF(nn.Module):
+    batch_contents: ClassVar[BatchContents] = BatchContents(chars=True, features=False)  # what collate builds for it
+
     def __init__(self, hp: BidafHParams, inputs: ReaderInputs) -> None:
         super().__init__()
         self.word_embedding = WordEmbedding(inputs.vectors, inputs.n_tuned)

@@ -25,18 +25,22 @@ Deviations and choices:
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from concur.approaches.reader.approach import ReaderApproach
-from concur.approaches.reader.batch import Batch
+from concur.approaches.reader.batch import Batch, BatchContents
 from concur.approaches.reader.hparams.bidaf_pp import BidafPPHParams
 from concur.approaches.reader.inputs import ReaderInputs
 from concur.approaches.reader.layers import AttentionFlow, BiRNN, CharCNN, SelfAttention, SequenceDropout, SpanLogits, WordEmbedding
 
 
 class BidafPP(nn.Module):
+    batch_contents: ClassVar[BatchContents] = BatchContents(chars=True, features=False)  # what collate builds for it
+
     def __init__(self, hp: BidafPPHParams, inputs: ReaderInputs) -> None:
         super().__init__()
         self.word_embedding = WordEmbedding(inputs.vectors, inputs.n_tuned)

@@ -25,12 +25,14 @@ Deviations from the paper and why:
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from concur.approaches.reader.approach import ReaderApproach
-from concur.approaches.reader.batch import Batch
+from concur.approaches.reader.batch import Batch, BatchContents
 from concur.approaches.reader.hparams.docreader import DocReaderHParams
 from concur.approaches.reader.inputs import ReaderInputs
 from concur.approaches.reader.layers import BilinearSeqAttn, BiRNN, LinearSeqAttn, SeqAttnMatch, SpanLogits, WordEmbedding
@@ -40,6 +42,8 @@ FIRST_TAG = 2
 
 
 class DocReader(nn.Module):
+    batch_contents: ClassVar[BatchContents] = BatchContents(chars=False, features=True)  # what collate builds for it
+
     def __init__(self, hp: DocReaderHParams, inputs: ReaderInputs) -> None:
         super().__init__()
         self.word_embedding = WordEmbedding(inputs.vectors, inputs.n_tuned)

@@ -28,12 +28,14 @@ Deviations from the paper:
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from concur.approaches.reader.approach import ReaderApproach
-from concur.approaches.reader.batch import Batch
+from concur.approaches.reader.batch import Batch, BatchContents
 from concur.approaches.reader.hparams.fusionnet import FusionNetHParams
 from concur.approaches.reader.inputs import ReaderInputs
 from concur.approaches.reader.layers import BilinearSeqAttn, BiRNN, LinearSeqAttn, SeqAttnMatch, SpanLogits, WordEmbedding, masked_softmax
@@ -61,6 +63,8 @@ class FullyAwareAttention(nn.Module):
 
 
 class FusionNet(nn.Module):
+    batch_contents: ClassVar[BatchContents] = BatchContents(chars=False, features=True)  # what collate builds for it
+
     def __init__(self, hp: FusionNetHParams, inputs: ReaderInputs) -> None:
         super().__init__()
         self.linguistic = inputs.linguistic

@@ -34,12 +34,14 @@ Deviations and choices (the paper could not be re-read while writing this; its d
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from concur.approaches.reader.approach import ReaderApproach
-from concur.approaches.reader.batch import Batch
+from concur.approaches.reader.batch import Batch, BatchContents
 from concur.approaches.reader.hparams.mnemonic_reader import MnemonicReaderHParams
 from concur.approaches.reader.inputs import ReaderInputs
 from concur.approaches.reader.layers import BiRNN, SpanLogits, WordEmbedding, masked_softmax, per_distinct_word
@@ -148,6 +150,8 @@ class PointerScorer(nn.Module):
 
 
 class MnemonicReader(nn.Module):
+    batch_contents: ClassVar[BatchContents] = BatchContents(chars=True, features=True)  # what collate builds for it
+
     def __init__(self, hp: MnemonicReaderHParams, inputs: ReaderInputs) -> None:
         super().__init__()
         self.linguistic = inputs.linguistic

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -37,7 +38,7 @@ from torch import nn
 
 from concur.approaches.dropout import dropout
 from concur.approaches.reader.approach import ReaderApproach
-from concur.approaches.reader.batch import Batch
+from concur.approaches.reader.batch import Batch, BatchContents
 from concur.approaches.reader.hparams.qanet import QANetHParams
 from concur.approaches.reader.inputs import ReaderInputs
 from concur.approaches.reader.key_masked_attention import key_masked_attention
@@ -153,6 +154,8 @@ class EncoderStack(nn.Module):
 
 
 class QANet(nn.Module):
+    batch_contents: ClassVar[BatchContents] = BatchContents(chars=True, features=False)  # what collate builds for it
+
     def __init__(self, hp: QANetHParams, inputs: ReaderInputs) -> None:
         super().__init__()
         d = hp.hidden_size

@@ -29,12 +29,14 @@ Deviations from the paper and why:
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from concur.approaches.reader.approach import ReaderApproach
-from concur.approaches.reader.batch import Batch
+from concur.approaches.reader.batch import Batch, BatchContents
 from concur.approaches.reader.hparams.rasor import RasorHParams
 from concur.approaches.reader.inputs import ReaderInputs
 from concur.approaches.reader.layers import BiRNN, SequenceDropout, SpanLogits, WordEmbedding, masked_softmax
@@ -53,6 +55,8 @@ class FeedForward(nn.Module):
 
 
 class RaSoR(nn.Module):
+    batch_contents: ClassVar[BatchContents] = BatchContents(chars=False, features=False)  # what collate builds for it
+
     def __init__(self, hp: RasorHParams, inputs: ReaderInputs) -> None:
         super().__init__()
         self.max_answer_length = hp.max_answer_length
