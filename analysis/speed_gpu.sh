@@ -11,6 +11,7 @@
 #                                    then 2 and 4 concur jobs sharing the GPU
 #   readers.txt                      every reader that needs no spaCy (speed_readers.py)
 #   reader-epochs.txt                a full-SQuAD-sized epoch (87,599 questions) of each BiDAF-class reader, measured
+#   speed-compile.json               hf-span eager against its model under torch.compile, the inductor cache cold then warm
 #   reader-loop-profile.txt          where 100 steps of BiDAF's whole training loop spend the host's and the GPU's time
 #   parity-minilm-seedN.json         EM of concur and Trainer's fast settings, MiniLM, all of squad-dev-carved, 1 epoch
 #   study/speed-study.json           the quick-start study on the GPU: jobs/hour, GPU busy time, then its next seed
@@ -32,6 +33,8 @@ python3 "$here/speed_readers.py" --device cuda --source-dir "$data" --questions 
     --approaches bidaf,bidaf-pp,docreader-nofeat,fusionnet-nofeat,mnemonic-reader-nofeat,qanet,rasor | tee "$out/readers.txt"
 python3 "$here/speed_readers.py" --device cuda --source-dir "$data" --questions 4000 --warmup-steps 10 --epoch-questions 87599 \
     --approaches bidaf,bidaf-pp,docreader-nofeat,mnemonic-reader-nofeat | tee "$out/reader-epochs.txt"
+python3 "$here/speed_compile.py" --device cuda --source-dir "$data" --model-path "$minilm" --random-weights \
+    --out "$out/speed-compile.json" | tee "$out/compile.txt"
 python3 "$here/speed_readers.py" --device cuda --source-dir "$data" --questions 4000 --steps 100 --profile --approaches bidaf \
     >"$out/reader-loop-profile.txt"
 for seed in ${SEEDS:-0 1 2}; do

@@ -136,7 +136,7 @@ def main() -> None:
     if unknown:
         raise SystemExit(f"unknown system {', '.join(unknown)}; choose from {', '.join(SYSTEMS + ABLATIONS)}")
     with tempfile.TemporaryDirectory(prefix="speed-training-") as scratch:
-        config = _config(args, Path(scratch))
+        config = config_from_args(args, Path(scratch))
         _benchmark(args, systems, config)
 
 
@@ -172,7 +172,7 @@ def _job_counts(text: str) -> list[int]:
     return [int(part) for part in counts]
 
 
-def _config(args: argparse.Namespace, scratch: Path) -> Config:
+def config_from_args(args: argparse.Namespace, scratch: Path) -> Config:
     from concur.registry.registry import default_registry
 
     data = squad_dev_path(args.source_dir)
@@ -312,14 +312,14 @@ def _table(summary: dict[str, Any], systems: list[str]) -> str:
 # ---- the systems, each run in its own process -------------------------------------------------------------------
 
 
-def _splits(config: Config) -> tuple[Any, Any]:
+def squad_splits(config: Config) -> tuple[Any, Any]:
     from concur.data.transforms import downsample
 
     train, test = carved_squad(Path(config.data))
     return downsample(train, config.train_questions, config.seed), downsample(test, config.test_questions, config.seed)
 
 
-def _gold(test: Any) -> dict[str, list[str]]:
+def gold_answers(test: Any) -> dict[str, list[str]]:
     return {question.qid: question.answers for _, question in test.questions()}
 
 
@@ -338,13 +338,13 @@ def run_concur(config: Config, stock_kernels: bool = False) -> Measured:
     from concur.registry.registry import default_registry
 
     torch.set_num_threads(config.threads)
-    _import_before_the_clock()
+    import_before_the_clock()
     if stock_kernels:
         from concur.approaches.hf_span import loading
 
         loading.register_attention = lambda: "sdpa"  # type: ignore[assignment]
         loading.use_fast_dropout = lambda model: 0  # type: ignore[assignment]
-    train, test = _splits(config)
+    train, test = squad_splits(config)
     started = time.perf_counter()
     approach = build_approach(default_registry().approach(APPROACH), config.hparams)
     context = RunContext(config.device, config.seed, lambda line: None, model_path=Path(config.model_path), precision=config.precision)
@@ -356,7 +356,7 @@ def run_concur(config: Config, stock_kernels: bool = False) -> Measured:
     return _measured(system, config, test, predictions, trained, started, predicting)
 
 
-def _import_before_the_clock() -> None:
+def import_before_the_clock() -> None:
     """Import what a concur job finds imported when its worker is forked warm (concur.runner.zygote), and the
     approach's own module: the Trainer script's clock also starts after its `from transformers import ...`,
     which loads transformers' model code (seconds of a cold process either way)."""
@@ -376,7 +376,7 @@ def _measured(
 
     _synchronize(config.device)
     done = time.perf_counter()
-    scores = evaluate(_gold(test), predictions)
+    scores = evaluate(gold_answers(test), predictions)
     windows, steps, train_seconds = trained
     return Measured(
         system=system,
@@ -417,7 +417,7 @@ def run_trainer(config: Config, pad_to_max: bool) -> Measured:
     hf_logging.disable_progress_bar()
     torch.set_num_threads(config.threads)
     hp = config.hparams
-    train, test = _splits(config)
+    train, test = squad_splits(config)
     started = time.perf_counter()
     torch.manual_seed(config.seed)
     tokenizer = AutoTokenizer.from_pretrained(config.model_path)

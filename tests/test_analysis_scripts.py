@@ -92,6 +92,45 @@ def test_speed_training_shares_the_device_between_concurrent_jobs(tmp_path):
 
 
 @pytest.mark.slow
+def test_speed_compile_times_the_steady_steps_of_an_eager_run(tmp_path):
+    """The compiled mode is for a GPU (on the CPU concur's dropout breaks the graph and compiling takes minutes)."""
+    shared_file("mrqa/dev/SQuAD.jsonl.gz")
+    out_file = tmp_path / "compile.json"
+    options = ["--modes", "eager", "--device", "cpu", "--threads", "2", "--train-questions", "24", "--test-questions", "10"]
+    out = _script(tmp_path, "speed_compile.py", *options, "--batch-size", "4", "--out", str(out_file))
+    (run,) = json.loads(out_file.read_text())["runs"]
+    assert run["mode"] == "eager" and run["optimizer_steps"] >= 6 and 0 <= run["em"] <= 100
+    assert 0 < run["first_logged_step_seconds"] < run["total_seconds"] and 0 < run["fit_seconds"] < run["total_seconds"]
+    assert run["steady_windows_per_s"] > 0
+    assert "| eager |" in out and "| 1.00x |" in out and f"written: {out_file}" in out
+
+
+def test_speed_compile_steady_rate_counts_the_steps_after_the_first_quarter(monkeypatch):
+    speed_compile = _load_script(monkeypatch, "speed_compile")
+    log = [(0.0, "step 1/8  loss 5.0"), (1.0, "step 2/8  loss 4.0"), (2.0, "a line without a step"), (3.0, "step 4/8  loss 3.5"),
+           (7.0, "step 8/8  loss 3.0")]  # fmt: skip
+    assert speed_compile.steady_rate(log, 16) == (8 - 2) * 16 / (7.0 - 1.0)
+    with pytest.raises(ValueError, match="logged no step"):
+        speed_compile.steady_rate([(0.0, "train: 12 questions")], 16)
+    with pytest.raises(ValueError, match="too few logged steps"):
+        speed_compile.steady_rate([(0.0, "step 1/1  loss 2.0")], 16)
+
+
+def _refused(tmp_path, script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """An analysis script run with a bad option: it stops before any work, without a traceback or an output file."""
+    out = tmp_path / "out.json"
+    command = [sys.executable, str(REPO / "analysis" / script), *args, "--out", str(out)]
+    ran = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert "Traceback" not in ran.stderr and not out.exists()
+    return ran
+
+
+def test_speed_compile_names_an_unknown_mode_before_any_work(tmp_path):
+    ran = _refused(tmp_path, "speed_compile.py", "--modes", "eager,jit")
+    assert ran.returncode == 1 and ran.stderr.strip() == "--modes: unknown jit; choose from eager, compiled"
+
+
+@pytest.mark.slow
 def test_speed_predict_batches_times_both_batchings_on_one_trained_reader(tmp_path):
     shared_file("babi")
     out = _script(tmp_path, "speed_predict_batches.py", "--approaches", "rasor", "--benches", "babi-1",
@@ -268,13 +307,9 @@ def test_random_bert_base_has_bert_base_sizes_and_the_given_tokenizer(tmp_path, 
 
 
 def test_speed_training_names_a_bad_sharing_list_before_any_work(tmp_path):
-    ran = subprocess.run(
-        [sys.executable, str(REPO / "analysis" / "speed_training.py"), "--sharing", "2,x", "--out", str(tmp_path / "out.json")],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
-    )  # fmt: skip
-    assert ran.returncode == 2 and "Traceback" not in ran.stderr
+    ran = _refused(tmp_path, "speed_training.py", "--sharing", "2,x")
+    assert ran.returncode == 2
     assert "argument --sharing: expected comma-separated job counts of at least 2, e.g. 2,4; got '2,x'" in ran.stderr
-    assert not (tmp_path / "out.json").exists()
 
 
 def test_speed_study_moves_every_seed_up_by_one_and_names_the_study_apart(monkeypatch):

@@ -1,0 +1,169 @@
+"""What `torch.compile` would buy hf-span's training: concur eager against its model compiled, each run in its own process.
+
+Run: `python analysis/speed_compile.py --device cuda --source-dir DATA --model-path MINILM_DIR --random-weights
+[--modes eager,compiled,compiled] [--train-questions 4096] [--test-questions 1000] [--out runs/bench/speed-compile.json]`.
+
+`compiled` runs concur's hf-span job with `Module.compile(dynamic=True)` applied to the model as it is loaded (one graph
+for every batch length); `eager` runs it as `concur run` does. The runs share one inductor cache directory, so a second
+`compiled` run shows what compiling costs once the cache is warm, as it would be for the later jobs of a grid on one
+machine. Per run: the steady training rate, windows per second over the optimiser steps after the first quarter (timed
+from the training loop's loss log lines, each of which reads the loss and so waits for the device); the seconds from
+the job's start to its first logged step (compilation included); the training loop's, prediction's and whole run's
+seconds; EM. Model, data and hyperparameters are speed_training.py's (`--random-weights`: a bert-base-sized BERT).
+Compilation is not part of concur's jobs: this measures whether it should be (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from speed_training import APPROACH, Config, config_from_args, gold_answers, import_before_the_clock, squad_splits
+
+MODES = ("eager", "compiled")
+STEP_LINE = re.compile(r"\bstep (\d+)/(\d+)\b")  # concur.approaches.loss_curve's log line
+STEADY_FROM = 0.25  # the steady rate counts the steps after this share of the run
+
+
+@dataclass
+class CompileRun:
+    """One run's measures."""
+
+    mode: str
+    steady_windows_per_s: float
+    first_logged_step_seconds: float  # from the job's start (loading and compiling included)
+    fit_seconds: float
+    predict_seconds: float
+    total_seconds: float
+    optimizer_steps: int
+    em: float
+
+
+def steady_rate(log: list[tuple[float, str]], batch_size: int) -> float:
+    """Windows per second between the first logged step at or past `STEADY_FROM` of the run and the last logged step."""
+    steps = [(seconds, int(match.group(1)), int(match.group(2))) for seconds, line in log if (match := STEP_LINE.search(line))]
+    if not steps:
+        raise ValueError("the training loop logged no step")
+    total = steps[-1][2]
+    later = [step for step in steps if step[1] >= STEADY_FROM * total]
+    (start, first, _), (end, last, _) = later[0], later[-1]
+    if last == first:
+        raise ValueError(f"too few logged steps past {STEADY_FROM:.0%} of {total} to time")
+    return (last - first) * batch_size / (end - start)
+
+
+def run_mode(mode: str, config: Config) -> CompileRun:
+    """Train and predict with concur's hf-span, its model compiled when `mode` says so."""
+    import torch
+
+    from concur.approaches.base import RunContext, build_approach
+    from concur.metrics import evaluate
+    from concur.registry.registry import default_registry
+
+    torch.set_num_threads(config.threads)
+    import_before_the_clock()
+    if mode == "compiled":
+        from concur.approaches.hf_span import approach as hf_span
+
+        load = hf_span.load_pretrained
+
+        def load_compiled(*args, **kwargs):  # type: ignore[no-untyped-def]
+            loaded = load(*args, **kwargs)
+            loaded.model.compile(dynamic=True)
+            return loaded
+
+        hf_span.load_pretrained = load_compiled  # type: ignore[assignment]
+    train, test = squad_splits(config)
+    log: list[tuple[float, str]] = []
+    started = time.perf_counter()
+    approach = build_approach(default_registry().approach(APPROACH), config.hparams)
+
+    def record(line: str) -> None:
+        log.append((time.perf_counter(), line))
+
+    context = RunContext(config.device, config.seed, record, model_path=Path(config.model_path))
+    report = approach.train(train, context)
+    predicting = time.perf_counter()
+    predictions = approach.predict(test, context)
+    if config.device.startswith("cuda"):
+        torch.cuda.synchronize()
+    done = time.perf_counter()
+    first_step = next(seconds for seconds, line in log if STEP_LINE.search(line))
+    return CompileRun(
+        mode=mode,
+        steady_windows_per_s=steady_rate(log, config.hparams["train_batch_size"]),
+        first_logged_step_seconds=first_step - started,
+        fit_seconds=report.details["fit_seconds"],
+        predict_seconds=done - predicting,
+        total_seconds=done - started,
+        optimizer_steps=report.optimizer_steps,
+        em=evaluate(gold_answers(test), predictions).exact_match,
+    )
+
+
+def table(runs: list[CompileRun]) -> str:
+    """The runs as a markdown table, each run's steady rate also as a ratio to the first eager run's."""
+    eager = next((run.steady_windows_per_s for run in runs if run.mode == "eager"), None)
+    head = "| run | steady train windows/s | vs eager | first logged step (s) | training (s) | prediction (s) | whole run (s) | EM |"
+    rows = [
+        f"| {run.mode} | {run.steady_windows_per_s:.1f} | {f'{run.steady_windows_per_s / eager:.2f}x' if eager else '-'} | "
+        f"{run.first_logged_step_seconds:.1f} | {run.fit_seconds:.1f} | {run.predict_seconds:.1f} | {run.total_seconds:.1f} | "
+        f"{run.em:.1f} |"
+        for run in runs
+    ]
+    return "\n".join([head, "|" + "---|" * 8, *rows])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--modes", default="eager,compiled,compiled", help=f"comma-separated runs, in order, from {', '.join(MODES)}")
+    parser.add_argument("--train-questions", type=int, default=4096)
+    parser.add_argument("--test-questions", type=int, default=1000)
+    parser.add_argument("--batch-size", type=int, default=None, help="default: the approach spec's train_batch_size")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--model-path", type=Path, default=None, help="default: the weights minilm-l6 ships with")
+    parser.add_argument("--random-weights", action="store_true", help="a bert-base-sized BERT of seeded random weights (speed_training.py)")
+    parser.add_argument("--source-dir", type=Path, action="append", default=[])
+    parser.add_argument("--out", type=Path, default=Path("runs/bench/speed-compile.json"))
+    parser.add_argument("--child", choices=MODES, help=argparse.SUPPRESS)
+    parser.add_argument("--config", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(asdict(run_mode(args.child, Config(**json.loads(args.config))))))
+        return
+    modes = [mode.strip() for mode in args.modes.split(",") if mode.strip()]
+    unknown = sorted(set(modes) - set(MODES))
+    if unknown or not modes:
+        raise SystemExit(f"--modes: unknown {', '.join(unknown) or 'nothing given'}; choose from {', '.join(MODES)}")
+    with tempfile.TemporaryDirectory(prefix="speed-compile-") as scratch:
+        extra = {"epochs": 1.0, "learning_rate": None, "precision": "auto"}
+        config = config_from_args(argparse.Namespace(**vars(args), **extra), Path(scratch))
+        environment = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(Path(scratch) / "inductor")}
+        runs = []
+        for mode in modes:
+            command = [sys.executable, __file__, "--child", mode, "--config", json.dumps(asdict(config))]
+            child = subprocess.run(command, stdout=subprocess.PIPE, text=True, env=environment, check=False)
+            if child.returncode != 0:
+                raise SystemExit(f"the {mode} run failed (exit {child.returncode}); its output is above")
+            runs.append(CompileRun(**json.loads(child.stdout.strip().splitlines()[-1])))
+            run = runs[-1]
+            steady, first = run.steady_windows_per_s, run.first_logged_step_seconds
+            print(f"{mode}: {steady:.1f} windows/s steady, first step logged at {first:.1f} s", flush=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"config": asdict(config), "runs": [asdict(run) for run in runs]}, indent=2) + "\n")
+    print(table(runs))
+    print(f"written: {args.out}")
+
+
+if __name__ == "__main__":
+    main()
