@@ -137,6 +137,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/bench/speed-compile.json"))
     parser.add_argument("--child", choices=MODES, help=argparse.SUPPRESS)
     parser.add_argument("--config", help=argparse.SUPPRESS)
+    parser.set_defaults(epochs=1.0, learning_rate=None, precision="auto")  # speed_training.py's options this script fixes
     args = parser.parse_args()
     if args.child:
         print(json.dumps(asdict(run_mode(args.child, Config(**json.loads(args.config))))))
@@ -146,8 +147,7 @@ def main() -> None:
     if unknown or not modes:
         raise SystemExit(f"--modes: unknown {', '.join(unknown) or 'nothing given'}; choose from {', '.join(MODES)}")
     with tempfile.TemporaryDirectory(prefix="speed-compile-") as scratch:
-        extra = {"epochs": 1.0, "learning_rate": None, "precision": "auto"}
-        config = config_from_args(argparse.Namespace(**vars(args), **extra), Path(scratch))
+        config = config_from_args(args, Path(scratch))
         environment = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(Path(scratch) / "inductor")}
         runs = []
         for mode in modes:

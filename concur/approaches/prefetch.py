@@ -26,8 +26,8 @@ def prefetch_depth(device: str) -> int:
 def prefetched(items: Iterable[T], depth: int) -> Iterator[T]:
     """`items` in their order, each computed up to `depth` items ahead of the consumer in a daemon thread.
 
-    Collating a reader's batch (padding, per-token features) is 5-8 ms of NumPy and Python; PyTorch releases
-    the GIL while it runs an operator, so the collation overlaps the step's dispatch instead of adding to it.
+    Collating a batch (padding, a reader's exact-match features) is NumPy and Python, up to a few ms; PyTorch
+    releases the GIL while it runs an operator, so the collation overlaps the step's dispatch instead of adding to it.
     An exception raised while computing an item is raised here in its place, with its traceback. Closing the
     iterator early (an error in the consumer's step) stops the thread before it computes more.
     """
