@@ -144,8 +144,10 @@ def main() -> None:
         return
     modes = [mode.strip() for mode in args.modes.split(",") if mode.strip()]
     unknown = sorted(set(modes) - set(MODES))
-    if unknown or not modes:
-        raise SystemExit(f"--modes: unknown {', '.join(unknown) or 'nothing given'}; choose from {', '.join(MODES)}")
+    if not modes:
+        raise SystemExit(f"--modes: give at least one of {', '.join(MODES)}")
+    if unknown:
+        raise SystemExit(f"--modes: unknown {', '.join(unknown)}; choose from {', '.join(MODES)}")
     with tempfile.TemporaryDirectory(prefix="speed-compile-") as scratch:
         config = config_from_args(args, Path(scratch))
         environment = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(Path(scratch) / "inductor")}

@@ -128,6 +128,8 @@ def _refused(tmp_path, script: str, *args: str) -> subprocess.CompletedProcess[s
 def test_speed_compile_names_an_unknown_mode_before_any_work(tmp_path):
     ran = _refused(tmp_path, "speed_compile.py", "--modes", "eager,jit")
     assert ran.returncode == 1 and ran.stderr.strip() == "--modes: unknown jit; choose from eager, compiled"
+    ran = _refused(tmp_path, "speed_compile.py", "--modes", " , ")
+    assert ran.returncode == 1 and ran.stderr.strip() == "--modes: give at least one of eager, compiled"
 
 
 @pytest.mark.slow
