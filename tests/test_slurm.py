@@ -7,6 +7,7 @@ finds its Slurm jobs through the driver's ledger (runs/slurm/submissions.jsonl).
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -75,6 +76,16 @@ def _wait_for(slurm_id: str, state: str) -> None:
         time.sleep(0.5)
 
 
+def _next_second() -> None:
+    """Sleep into the next whole second of the clock.
+
+    Slurm's job credentials carry whole-second times: a run launched in the same second as its job's previous
+    run was killed is refused ("Killing non-startable batch JobId=N: Job credential revoked") and the job ends
+    FAILED, so a driver rightly submits it again. Slurm delays a requeued job's start for this reason.
+    """
+    time.sleep(math.floor(time.time()) + 1 - time.time())
+
+
 @pytest.fixture
 def settled(concur):
     """`concur status --format json` (in this process) until no submitted job is queued any more."""
@@ -135,6 +146,7 @@ def test_the_driver_can_leave_and_a_requeued_job_records_its_restart(slurm, sett
     # what preemption or a node failure does: Slurm puts the running job back in the queue
     subprocess.run(["scontrol", "requeue", entry["slurm_id"]], check=True)
     _wait_for(entry["slurm_id"], "PENDING")
+    _next_second()  # slurmd refuses a launch in the second its job was killed; the requeue delay we skip avoids that
     subprocess.run(["scontrol", "update", f"jobid={entry['slurm_id']}", "StartTime=now"], check=True)  # skip the requeue delay
     again = _concur(runs, tiny_registry, "run", "-a", "tiny-slow", "-b", "tiny-babi", *CPU, "--no-wait")
     assert f"is queued as Slurm job {entry['slurm_id']}; not submitting it again" in again.stderr
