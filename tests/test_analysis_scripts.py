@@ -314,6 +314,11 @@ def test_speed_training_names_a_bad_sharing_list_before_any_work(tmp_path):
     assert "argument --sharing: expected comma-separated job counts of at least 2, e.g. 2,4; got '2,x'" in ran.stderr
 
 
+def test_speed_training_refuses_cuda_graphs_off_cuda_before_any_work(tmp_path):
+    ran = _refused(tmp_path, "speed_training.py", "--systems", "concur,concur-cuda-graphs", "--device", "cpu")
+    assert ran.returncode == 1 and ran.stderr.strip() == "concur-cuda-graphs records CUDA graphs: it needs --device cuda, not cpu"
+
+
 def test_speed_study_moves_every_seed_up_by_one_and_names_the_study_apart(monkeypatch):
     next_seeds = _load_script(monkeypatch, "speed_study").next_seeds
     text = 'name = "grid"\ndescription = "seeds = [9]"\nseeds = [0, 2]\n[budget]\nseed = 0\n'

@@ -28,6 +28,7 @@ class RunContext:
     model_path: Path | None = None  # local weights that replace the spec's model location
     cache_dir: Path | None = None  # the workspace's cache, shared by jobs (e.g. token annotations)
     precision: str = "auto"  # concur.approaches.precision: "auto" (bf16 on CUDA, fp32 on CPU), "fp32" or "bf16"
+    cuda_graphs: bool = False  # hf-span on CUDA: training pieces replayed as CUDA graphs (concur.approaches.hf_span.graphs)
 
 
 @dataclass

@@ -39,11 +39,12 @@ def autocast_dtype(device: str, precision: str = AUTO) -> str | None:
     return None
 
 
-def autocast(device: str, precision: str = AUTO) -> contextlib.AbstractContextManager[Any]:
-    """The autocast context of a forward pass on `device` under `precision`."""
+def autocast(device: str, precision: str = AUTO, cache: bool = True) -> contextlib.AbstractContextManager[Any]:
+    """The autocast context of a forward pass on `device` under `precision`; without `cache` each use of a
+    weight casts it anew (what a recorded CUDA graph needs: cached casts are freed after recording)."""
     dtype = autocast_dtype(device, precision)
     if dtype is None:
         return contextlib.nullcontext()
     import torch
 
-    return torch.autocast(device_type="cuda" if device.startswith("cuda") else "cpu", dtype=getattr(torch, dtype))
+    return torch.autocast(device_type="cuda" if device.startswith("cuda") else "cpu", dtype=getattr(torch, dtype), cache_enabled=cache)

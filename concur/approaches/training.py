@@ -5,7 +5,9 @@ hf-span and the readers differ only in how a batch of examples becomes a loss (a
 from each approach's hyperparameters). Everything else is written here once, so speed work
 lands for every approach at the same time: seeded length-grouped batches, gradient
 accumulation under the device's per-forward cap, mixed precision, the loss curve and its
-progress bar, and the non-finite-loss fault (raised by the curve).
+progress bar, and the non-finite-loss fault (raised by the curve). How one piece of a batch goes
+forward and backward is a `PieceStep`: eager by default, replayed CUDA graphs for hf-span with
+`--cuda-graphs` (`concur.approaches.hf_span.graphs`).
 """
 
 from __future__ import annotations
@@ -62,6 +64,33 @@ class Plan:
     ema_decay: float  # moving average of the weights that replaces them after training; 0 = none
 
 
+class PieceStep(Protocol):
+    """Forward, loss and backward of one piece of a batch, its gradients added into the parameters' `.grad`."""
+
+    # True when the step adds into `.grad` tensors it holds on to (a captured CUDA graph writes to fixed
+    # addresses), so the loop zeroes them in place instead of letting them go
+    keeps_grads: bool
+
+    def __call__(self, model: nn.Module, inputs: Any, share: float) -> torch.Tensor:
+        """The piece's loss times `share` (its part of the batch), after its backward pass."""
+
+
+class EagerPieceStep:
+    """A piece as PyTorch runs it op by op: forward under the job's mixed precision, loss in fp32, backward."""
+
+    keeps_grads = False
+
+    def __init__(self, objective: Objective[Any], context: RunContext) -> None:
+        self.objective, self.context = objective, context
+
+    def __call__(self, model: nn.Module, inputs: Any, share: float) -> torch.Tensor:
+        with autocast(self.context.device, self.context.precision):
+            outputs = self.objective.forward(model, inputs)
+        scaled = self.objective.loss(outputs, inputs) * share
+        scaled.backward()
+        return scaled
+
+
 def epoch_steps(n_examples: int, batch_size: int, epochs: float) -> int:
     """Optimiser steps of `epochs` passes over `n_examples` (a last, smaller batch counts as a step); at least one."""
     return max(1, math.ceil(epochs * math.ceil(n_examples / batch_size)))
@@ -85,15 +114,19 @@ class WeightAverage:
                 param.copy_(shadow)
 
 
-def fit(model: nn.Module, objective: Objective[Any], plan: Plan, context: RunContext, name: str) -> list[float]:
+def fit(
+    model: nn.Module, objective: Objective[Any], plan: Plan, context: RunContext, name: str, piece_step: PieceStep | None = None
+) -> list[float]:
     """Train `model` for `plan.steps` optimiser steps; returns the mean loss of each logging interval.
 
     Batches are reshuffled every epoch from `context.seed`. Each is cut into pieces of at most
     `context.per_device_batch_size` examples whose gradients accumulate, each piece's loss weighted
     by its share of the batch, so a step follows the batch's mean loss however the device splits it.
-    The model is left in eval mode (with the averaged weights, if the plan keeps an average).
+    Each piece runs through `piece_step` (default: eager). The model is left in eval mode (with the
+    averaged weights, if the plan keeps an average).
     """
     average = WeightAverage(model, plan.ema_decay) if plan.ema_decay > 0 else None
+    piece_step = piece_step or EagerPieceStep(objective, context)
     rng = np.random.default_rng(context.seed)
     lengths = objective.lengths()
     epochs = (length_grouped_batches(lengths, plan.batch_size, rng) for _ in count())
@@ -107,17 +140,13 @@ def fit(model: nn.Module, objective: Objective[Any], plan: Plan, context: RunCon
         curve = LossCurve(plan.steps, context.device, context.log, progress, task)
         for step, step_pieces in enumerate(steps, start=1):
             for share, inputs in step_pieces:
-                with autocast(context.device, context.precision):
-                    outputs = objective.forward(model, inputs)
-                scaled = objective.loss(outputs, inputs) * share
-                scaled.backward()
-                curve.add(scaled)
+                curve.add(piece_step(model, inputs, share))
             if plan.max_grad_norm > 0:
                 nn.utils.clip_grad_norm_(model.parameters(), plan.max_grad_norm)
             rate = max(plan.scheduler.get_last_lr())  # the full rate of this step (layer-wise decay lowers the others)
             plan.optimizer.step()
             plan.scheduler.step()
-            plan.optimizer.zero_grad(set_to_none=True)
+            plan.optimizer.zero_grad(set_to_none=not piece_step.keeps_grads)
             if average is not None:
                 average.update(step)
             curve.step_done(step, rate)

@@ -10,6 +10,7 @@ import typer
 from concur.cli.common import ERROR_WIDTH, SOURCE_DIR_OPTION, Settings, echo, number, out, print_table, settings
 from concur.cli.run_options import (
     ATTEMPTS_OPTION,
+    CUDA_GRAPHS_OPTION,
     DEVICE_OPTION,
     EXECUTOR_OPTION,
     JOBS_PER_GPU_OPTION,
@@ -65,6 +66,7 @@ def run(
     executor: Executor = EXECUTOR_OPTION,
     slurm_config: Path | None = SLURM_CONFIG_OPTION,
     wait: bool = WAIT_OPTION,
+    cuda_graphs: bool = CUDA_GRAPHS_OPTION,
     source_dir: list[Path] | None = SOURCE_DIR_OPTION,
     train_questions: int | None = TRAIN_QUESTIONS_OPTION,
     test_questions: int | None = TEST_QUESTIONS_OPTION,
@@ -82,7 +84,7 @@ def run(
     request = GridRequest(*selection, hparams=hparams, seeds=_seeds(seeds), hparam_seed=hparam_seed, budget=budget, precision=precision)
     execution = Execution(
         device, threads, per_device_batch_size, model_path, retry_failed, workers, jobs_per_gpu, max_attempts, time_limit,
-        executor, slurm_config, wait,
+        executor, slurm_config, wait, cuda_graphs,
     )  # fmt: skip
     run_and_report(settings(ctx), request, execution, source_dir)
 

@@ -28,3 +28,6 @@ SLURM_CONFIG_OPTION = typer.Option(
     None, "--slurm-config", help="TOML with partition, account, qos, array_parallelism (default: ~/.config/concur/slurm.toml)."
 )
 WAIT_OPTION = typer.Option(True, "--wait/--no-wait", help="With Slurm: wait for the jobs, or submit and exit (collect later).")
+CUDA_GRAPHS_OPTION = typer.Option(
+    False, "--cuda-graphs", help="hf-span on CUDA: record each batch shape's training step once and replay it (fewer kernel launches)."
+)

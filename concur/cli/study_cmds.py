@@ -23,6 +23,7 @@ from concur.cli.common import (
 from concur.cli.run_cmds import run_and_report
 from concur.cli.run_options import (
     ATTEMPTS_OPTION,
+    CUDA_GRAPHS_OPTION,
     DEVICE_OPTION,
     EXECUTOR_OPTION,
     JOBS_PER_GPU_OPTION,
@@ -92,6 +93,7 @@ def run_command(
     executor: Executor = EXECUTOR_OPTION,
     slurm_config: Path | None = SLURM_CONFIG_OPTION,
     wait: bool = WAIT_OPTION,
+    cuda_graphs: bool = CUDA_GRAPHS_OPTION,
     source_dir: list[Path] | None = SOURCE_DIR_OPTION,
     download: bool = DOWNLOAD_OPTION,
     report: Path | None = typer.Option(
@@ -110,7 +112,7 @@ def run_command(
     study = load_study(file)
     execution = Execution(
         device, threads, per_device_batch_size, model_path, retry_failed, workers, jobs_per_gpu, max_attempts, time_limit,
-        executor, slurm_config, wait,
+        executor, slurm_config, wait, cuda_graphs,
     )  # fmt: skip
     state = settings(ctx)
     try:

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from concur.data.prepare import PreparedBenchmark, prepare
 from concur.data.sources import SourceLocator
-from concur.devices import visible_gpus
+from concur.devices import resolve_device, visible_gpus
+from concur.errors import ConcurError
 from concur.registry.registry import Registry
 from concur.runner.availability import check_sources
 from concur.runner.estimate import Speeds, job_estimate, throughputs
@@ -54,6 +55,8 @@ def run_grid(
     Without `download` a source file only available online counts as missing too. `echo` is
     told what happens as it happens (starts, ends, retries, submissions).
     """
+    if execution.cuda_graphs and execution.executor is Executor.local and resolve_device(execution.device) == "cpu":
+        raise ConcurError("--cuda-graphs records CUDA graphs, which needs a GPU; this grid runs on the CPU (leave --cuda-graphs out)")
     points = expand_grid(registry, request)  # every name checked, every setting drawn, before any data is prepared
     check_sources([point.bench for point in points], locator, workspace.data_dir, download=download)
     prepared = _prepare(points, locator, workspace.data_dir)

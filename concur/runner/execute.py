@@ -50,6 +50,7 @@ class RunOptions:
     per_device_batch_size: int | None = None
     model_path: Path | None = None
     retry_failed: bool = False
+    cuda_graphs: bool = False  # hf-span on CUDA: record and replay its training pieces (concur.approaches.hf_span.graphs)
 
 
 def execute_job(
@@ -137,6 +138,7 @@ def _execute(
         model_path=options.model_path,
         cache_dir=workspace.cache_dir,
         precision=job.precision,
+        cuda_graphs=options.cuda_graphs,
     )
     result["precision"] = numerics(device, job.precision)
     meter = _Meter(device)

@@ -37,10 +37,11 @@ class Execution:
     executor: Executor = Executor.local
     slurm_config: Path | None = None
     wait: bool = True  # with Slurm: wait for the jobs, or submit and return
+    cuda_graphs: bool = False  # hf-span on CUDA: training pieces replayed as CUDA graphs
 
     def run_options(self) -> RunOptions:
         """What every job runs with, whichever executor starts it."""
-        return RunOptions(self.device, self.threads, self.per_device_batch_size, self.model_path, self.retry_failed)
+        return RunOptions(self.device, self.threads, self.per_device_batch_size, self.model_path, self.retry_failed, self.cuda_graphs)
 
     def time_limit_seconds(self) -> float | None:
         return self.time_limit_minutes * SECONDS_PER_MINUTE if self.time_limit_minutes else None

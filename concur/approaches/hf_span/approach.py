@@ -18,10 +18,12 @@ import numpy as np
 
 from concur.approaches.base import RunContext, TrainReport
 from concur.approaches.batches import sorted_batches
+from concur.approaches.hf_span.attention import NAME as ATTENTION_NAME
 from concur.approaches.hf_span.batching import pad_batch, pad_multiple
 from concur.approaches.hf_span.decoding import answers, best_window_spans, span_masks
 from concur.approaches.hf_span.feature_cache import predict_features, train_features
 from concur.approaches.hf_span.features import PredictFeatures
+from concur.approaches.hf_span.graphs import GRAPH_WIDTH_STEP, GraphedPieceStep
 from concur.approaches.hf_span.hparams import HFSpanHParams
 from concur.approaches.hf_span.loading import LoadedModel, load_pretrained, model_settings
 from concur.approaches.hf_span.loss import WindowObjective
@@ -79,10 +81,19 @@ class HFSpanApproach:
             + f"; {total_steps} optimiser steps of {hp.train_batch_size} windows ({hp.epochs:g} epochs)"
         )
         model = loaded.model.to(context.device)
-        objective = WindowObjective(features, _pad_id(loaded.tokenizer.pad_token_id), context.device)
+        pad_id = _pad_id(loaded.tokenizer.pad_token_id)
+        if context.cuda_graphs:
+            self._check_graphable(loaded, context.device)
+            objective = WindowObjective(features, pad_id, context.device, multiple=GRAPH_WIDTH_STEP, cap=hp.max_seq_length)
+            piece_step: GraphedPieceStep | None = GraphedPieceStep(objective, context)
+        else:
+            objective, piece_step = WindowObjective(features, pad_id, context.device), None
         fit_clock = time.perf_counter()
-        losses = fit(model, objective, training_plan(model, hp, total_steps), context, self.spec.id)
+        losses = fit(model, objective, training_plan(model, hp, total_steps), context, self.spec.id, piece_step)
         fit_seconds = time.perf_counter() - fit_clock
+        if piece_step is not None:
+            shapes = ", ".join(f"{windows}x{width}" for windows, width in piece_step.shapes)
+            context.log(f"CUDA graphs: {len(piece_step.shapes)} batch shapes recorded (windows x tokens: {shapes})")
         self._loaded = loaded
         return TrainReport(
             optimizer_steps=total_steps,
@@ -101,8 +112,18 @@ class HFSpanApproach:
                 "fit_seconds": fit_seconds,
                 "feature_seconds": feature_seconds,
                 "features_cached": cached,
+                **({"cuda_graph_shapes": [list(shape) for shape in piece_step.shapes]} if piece_step is not None else {}),
             },
         )
+
+    def _check_graphable(self, loaded: LoadedModel, device: str) -> None:
+        """--cuda-graphs needs a GPU and SDPA attention (the graphs hand the model a 4D boolean padding mask)."""
+        if not device.startswith("cuda"):
+            raise ConcurError(f"approach {self.spec.id!r}: --cuda-graphs needs a CUDA device; this job runs on {device}")
+        if loaded.attention != ATTENTION_NAME:
+            raise ConcurError(
+                f"approach {self.spec.id!r}: --cuda-graphs needs SDPA attention, and {loaded.origin} runs {loaded.attention} attention"
+            )
 
     def predict(self, test: Split, context: RunContext) -> dict[str, str]:
         import torch

@@ -13,12 +13,14 @@ from concur.approaches.hf_span.features import Windows
 CUDA_PAD_MULTIPLE = 8
 
 
-def pad_batch(windows: Windows, indices: Sequence[int] | np.ndarray, pad_id: int, multiple: int = 1) -> dict[str, Any]:
-    """`input_ids`, `attention_mask` (and `token_type_ids`) tensors padded to the longest window, rounded up to `multiple`."""
+def pad_batch(
+    windows: Windows, indices: Sequence[int] | np.ndarray, pad_id: int, multiple: int = 1, cap: int | None = None
+) -> dict[str, Any]:
+    """`input_ids`, `attention_mask` (and `token_type_ids`) tensors padded to the longest window, rounded up to
+    `multiple` but not past `cap` (CUDA graphs: a few widths up to max_seq_length)."""
     import torch
 
-    longest = max(len(windows.input_ids[i]) for i in indices)
-    width = -(-longest // multiple) * multiple
+    width = padded_width(max(len(windows.input_ids[i]) for i in indices), multiple, cap)
     input_ids = np.full((len(indices), width), pad_id, dtype=np.int64)
     attention = np.zeros((len(indices), width), dtype=np.int64)
     types = np.zeros((len(indices), width), dtype=np.int64) if windows.token_type_ids is not None else None
@@ -37,3 +39,9 @@ def pad_batch(windows: Windows, indices: Sequence[int] | np.ndarray, pad_id: int
 def pad_multiple(device: str) -> int:
     """How far batches are padded on `device`: a multiple of 8 on CUDA, exact elsewhere."""
     return CUDA_PAD_MULTIPLE if device.startswith("cuda") else 1
+
+
+def padded_width(longest: int, multiple: int, cap: int | None = None) -> int:
+    """`longest` rounded up to a multiple of `multiple`, at most `cap` unless `longest` itself is longer."""
+    rounded = -(-longest // multiple) * multiple
+    return max(longest, min(rounded, cap)) if cap is not None else rounded

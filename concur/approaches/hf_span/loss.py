@@ -41,10 +41,12 @@ class WindowBatch:
 class WindowObjective:
     """The span loss of the training windows (the shared loop's `Objective`), batched as padded tensors on `device`."""
 
-    def __init__(self, features: TrainFeatures, pad_id: int, device: str) -> None:
+    def __init__(self, features: TrainFeatures, pad_id: int, device: str, multiple: int | None = None, cap: int | None = None) -> None:
+        """Batches are padded to their longest window, rounded up to `multiple` (default: the device's) but not past `cap`."""
         import torch
 
         self.windows, self.pad_id, self.device = features.windows, pad_id, device
+        self.multiple, self.cap = multiple or pad_multiple(device), cap
         self.starts = torch.from_numpy(features.start_positions)
         self.ends = torch.from_numpy(features.end_positions)
 
@@ -52,7 +54,7 @@ class WindowObjective:
         return self.windows.lengths()
 
     def batch(self, indices: np.ndarray) -> WindowBatch:
-        inputs = to_device(pad_batch(self.windows, indices, self.pad_id, pad_multiple(self.device)), self.device)
+        inputs = to_device(pad_batch(self.windows, indices, self.pad_id, self.multiple, self.cap), self.device)
         targets = to_device({"starts": self.starts[indices], "ends": self.ends[indices]}, self.device)
         return WindowBatch(inputs, targets["starts"], targets["ends"])
 
