@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from types import SimpleNamespace
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -113,6 +114,37 @@ def test_recording_warms_up_without_touching_gradients_and_allocates_every_one(t
     step(model, step.objective.batch(np.array([0, 1])), 1.0)
     assert len(recorded) == 1
     assert all(p.grad is not None and not p.grad.any() for p in model.parameters())  # allocated, still zero
+
+
+def test_a_recorded_piece_reads_nothing_back_to_the_host(tmp_path):
+    """On a GPU every read of a tensor's value by Python waits for the GPU, which a recording refuses. With a 2D
+    mask transformers reads one per forward pass (`padding_mask.all()`, to skip the mask); the 4D mask avoids it."""
+    model = tiny_bert()
+    model.train()
+    objective = WindowObjective(features([9, 7, 30, 12]), 0, "cpu", multiple=GRAPH_WIDTH_STEP)
+    recorded = []
+
+    def keep(run):
+        recorded.append(run)
+        return run
+
+    step = GraphedPieceStep(objective, context(tmp_path), capture=keep)
+    step(model, objective.batch(np.arange(4)), 0.5)
+    reads = []
+
+    def counted(name):
+        original = getattr(torch.Tensor, name)
+
+        def read(self, *args, **kwargs):
+            reads.append(name)
+            return original(self, *args, **kwargs)
+
+        return read
+
+    host_reads = ("__bool__", "item", "tolist", "__int__", "__float__", "__index__")
+    with mock.patch.multiple(torch.Tensor, **{name: counted(name) for name in host_reads}):
+        loss = recorded[0]()  # forward, span loss and backward, as recorded
+    assert reads == [] and loss.shape == ()
 
 
 def test_training_with_graphed_pieces_follows_the_eager_loop(tmp_path):
