@@ -171,6 +171,9 @@ def test_training_with_graphed_pieces_follows_the_eager_loop(tmp_path):
         torch.testing.assert_close(graphed_weight, eager_weight, atol=1e-5, rtol=1e-4)
     assert all(p.grad is not None and not p.grad.any() for p in graphed_model.parameters())  # zeroed in place after the last step
     assert step.shapes and all(width == GRAPH_WIDTH_STEP for _, width in step.shapes)
+    shapes = list(step.shapes)
+    step.release(graphed_model)  # after training: graphs and gradients go, the record of the shapes stays
+    assert step.recorded == {} and step.shapes == shapes and all(p.grad is None for p in graphed_model.parameters())
 
 
 def test_cuda_graphs_refuse_the_cpu_and_eager_attention(tmp_path):

@@ -92,6 +92,7 @@ class HFSpanApproach:
         losses = fit(model, objective, training_plan(model, hp, total_steps), context, self.spec.id, piece_step)
         fit_seconds = time.perf_counter() - fit_clock
         if piece_step is not None:
+            piece_step.release(model)
             shapes = ", ".join(f"{windows}x{width}" for windows, width in piece_step.shapes)
             context.log(f"CUDA graphs: {len(piece_step.shapes)} batch shapes recorded (windows x tokens: {shapes})")
         self._loaded = loaded

@@ -103,16 +103,20 @@ class GraphedPieceStep:
         self.objective, self.context = objective, context
         self.capture = capture if capture is not None else cuda_capture(torch.cuda.graph_pool_handle())
         self.recorded: dict[tuple[int, ...], tuple[StaticPiece, Replay]] = {}
+        self.shapes: list[tuple[int, ...]] = []  # (windows, width) of each recording, in order
 
-    @property
-    def shapes(self) -> list[tuple[int, ...]]:
-        """The (windows, width) shapes recorded so far."""
-        return list(self.recorded)
+    def release(self, model: nn.Module) -> None:
+        """Drop the graphs, their memory and the gradients they wrote into (after training: prediction needs none)."""
+        self.recorded.clear()
+        model.zero_grad(set_to_none=True)
+        if self.context.device.startswith("cuda"):
+            torch.cuda.empty_cache()
 
     def __call__(self, model: nn.Module, inputs: WindowBatch, share: float) -> torch.Tensor:
         shape = tuple(inputs.inputs["input_ids"].shape)
         if shape not in self.recorded:
             self.recorded[shape] = self._record(model, inputs)
+            self.shapes.append(shape)
         static, replay = self.recorded[shape]
         static.load(inputs, share)
         return replay()
