@@ -10,7 +10,6 @@ shape. With dropout off, training this way must give the eager loop's losses and
 from __future__ import annotations
 
 from collections import Counter
-from types import SimpleNamespace
 from unittest import mock
 
 import numpy as np
@@ -21,12 +20,11 @@ from concur.approaches.base import RunContext
 from concur.approaches.hf_span.attention import register
 from concur.approaches.hf_span.batching import padded_width
 from concur.approaches.hf_span.features import TrainFeatures, Windows
-from concur.approaches.hf_span.graphs import GRAPH_WIDTH_STEP, GraphedPieceStep
+from concur.approaches.hf_span.graphs import GRAPH_WIDTH_STEP, GraphedPieceStep, graphs_problem
 from concur.approaches.hf_span.hparams import HFSpanHParams
 from concur.approaches.hf_span.loss import WindowObjective
 from concur.approaches.hf_span.optimization import training_plan
 from concur.approaches.training import EagerPieceStep, fit
-from concur.errors import ConcurError
 from tests.conftest import TINY_HPARAMS
 
 VOCAB = 60
@@ -176,15 +174,10 @@ def test_training_with_graphed_pieces_follows_the_eager_loop(tmp_path):
     assert step.recorded == {} and step.shapes == shapes and all(p.grad is None for p in graphed_model.parameters())
 
 
-def test_cuda_graphs_refuse_the_cpu_and_eager_attention(tmp_path):
-    from concur.approaches.hf_span.approach import HFSpanApproach
-
-    approach = HFSpanApproach.__new__(HFSpanApproach)
-    approach.spec = SimpleNamespace(id="tiny-bert")
-    with pytest.raises(ConcurError, match="'tiny-bert': --cuda-graphs needs a CUDA device; this job runs on cpu"):
-        approach._check_graphable(SimpleNamespace(attention="concur_sdpa", origin="tiny"), "cpu")
-    with pytest.raises(ConcurError, match="needs SDPA attention, and tiny runs eager attention"):
-        approach._check_graphable(SimpleNamespace(attention="eager", origin="tiny"), "cuda")
+def test_cuda_graphs_refuse_the_cpu_and_eager_attention():
+    assert graphs_problem("cpu", "concur_sdpa", "tiny") == "--cuda-graphs needs a CUDA device; this job runs on cpu"
+    assert graphs_problem("cuda", "eager", "tiny") == "--cuda-graphs needs SDPA attention, and tiny runs eager attention"
+    assert graphs_problem("cuda:1", "concur_sdpa", "tiny") is None
 
 
 def test_cuda_graphs_on_the_cpu_stop_the_grid_before_anything_runs(concur, tmp_path, tiny_registry):

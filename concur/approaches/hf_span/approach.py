@@ -18,12 +18,11 @@ import numpy as np
 
 from concur.approaches.base import RunContext, TrainReport
 from concur.approaches.batches import sorted_batches
-from concur.approaches.hf_span.attention import NAME as ATTENTION_NAME
 from concur.approaches.hf_span.batching import pad_batch, pad_multiple
 from concur.approaches.hf_span.decoding import answers, best_window_spans, span_masks
 from concur.approaches.hf_span.feature_cache import predict_features, train_features
 from concur.approaches.hf_span.features import PredictFeatures
-from concur.approaches.hf_span.graphs import GRAPH_WIDTH_STEP, GraphedPieceStep
+from concur.approaches.hf_span.graphs import GRAPH_WIDTH_STEP, GraphedPieceStep, graphs_problem
 from concur.approaches.hf_span.hparams import HFSpanHParams
 from concur.approaches.hf_span.loading import LoadedModel, load_pretrained, model_settings
 from concur.approaches.hf_span.loss import WindowObjective
@@ -83,7 +82,9 @@ class HFSpanApproach:
         model = loaded.model.to(context.device)
         pad_id = _pad_id(loaded.tokenizer.pad_token_id)
         if context.cuda_graphs:
-            self._check_graphable(loaded, context.device)
+            problem = graphs_problem(context.device, loaded.attention, loaded.origin)
+            if problem is not None:
+                raise ConcurError(f"approach {self.spec.id!r}: {problem}")
             objective = WindowObjective(features, pad_id, context.device, multiple=GRAPH_WIDTH_STEP, cap=hp.max_seq_length)
             piece_step: GraphedPieceStep | None = GraphedPieceStep(objective, context)
         else:
@@ -116,15 +117,6 @@ class HFSpanApproach:
                 **({"cuda_graph_shapes": [list(shape) for shape in piece_step.shapes]} if piece_step is not None else {}),
             },
         )
-
-    def _check_graphable(self, loaded: LoadedModel, device: str) -> None:
-        """--cuda-graphs needs a GPU and SDPA attention (the graphs hand the model a 4D boolean padding mask)."""
-        if not device.startswith("cuda"):
-            raise ConcurError(f"approach {self.spec.id!r}: --cuda-graphs needs a CUDA device; this job runs on {device}")
-        if loaded.attention != ATTENTION_NAME:
-            raise ConcurError(
-                f"approach {self.spec.id!r}: --cuda-graphs needs SDPA attention, and {loaded.origin} runs {loaded.attention} attention"
-            )
 
     def predict(self, test: Split, context: RunContext) -> dict[str, str]:
         import torch

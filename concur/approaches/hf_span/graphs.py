@@ -34,6 +34,7 @@ import torch
 from torch import nn
 
 from concur.approaches.base import RunContext
+from concur.approaches.hf_span.attention import NAME as ATTENTION_NAME
 from concur.approaches.hf_span.loss import WindowBatch, WindowObjective
 from concur.approaches.precision import autocast
 
@@ -45,6 +46,16 @@ WARMUP_RUNS = 3
 
 Replay = Callable[[], torch.Tensor]
 Capture = Callable[[Callable[[], torch.Tensor]], Replay]  # records a function, returns what replays it
+
+
+def graphs_problem(device: str, attention: str, origin: str) -> str | None:
+    """Why a model cannot train with --cuda-graphs here, or None: it needs a GPU, and SDPA attention (the graphs
+    hand the model a 4D boolean padding mask, which eager attention would add to its scores)."""
+    if not device.startswith("cuda"):
+        return f"--cuda-graphs needs a CUDA device; this job runs on {device}"
+    if attention != ATTENTION_NAME:
+        return f"--cuda-graphs needs SDPA attention, and {origin} runs {attention} attention"
+    return None
 
 
 def cuda_capture(pool: Any) -> Capture:
