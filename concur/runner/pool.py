@@ -227,7 +227,7 @@ class LocalPool:
             self.store.record(outcome.result, self.workspace.jobs_dir / job.key)
         self._outcomes[job.key] = outcome
         if progress is not None:
-            progress.finished(outcome)
+            progress.settled_elsewhere(outcome)
 
     def _place(self, task: Task) -> tuple[bool, Gpu | None]:
         """Whether the task can start now, and on which GPU (None: on CPU)."""

@@ -69,6 +69,13 @@ class GridProgress:
         if self.live is None:
             self.echo(f"{self._position()} {self._describe(outcome)}")
 
+    def settled_elsewhere(self, outcome: Any) -> None:
+        """A job another driver runs now (the pool has said so) or has just finished: counted for the position,
+        not as a job this driver ran, and never described as failed for lack of a result."""
+        self.counts[outcome.state.value] += 1
+        if self.live is None and outcome.state is not JobState.RUNNING:
+            self.echo(f"{self._position()} {self._describe(outcome)} (by another driver)")
+
     def update(self, running: Sequence[Any], pending: Sequence[Any], outcomes: Sequence[Any]) -> None:
         self.running, self.pending = list(running), list(pending)
         self.counts = Counter(outcome.state.value for outcome in outcomes)
