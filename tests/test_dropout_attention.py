@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -142,3 +143,23 @@ def test_a_model_trains_the_same_way_with_either_attention_when_dropout_is_off()
         losses[name] = run
     assert losses["sdpa"] == pytest.approx(losses[attention.NAME], abs=1e-6)
     assert losses["sdpa"][-1] < losses["sdpa"][0]
+
+
+def test_where_its_first_16_bits_tie_with_the_threshold_an_element_is_decided_by_16_more():
+    """The mask compares a 32-bit number with p * 2^32, drawing the lower half only where the upper half ties."""
+    n, p = 2_000_000, 0.1  # threshold 429,496,730 = 6,553 * 2^16 + 39,322: about 30 ties among 2M elements
+    high, low = divmod(round(p * 2**32), 2**16)
+    torch.manual_seed(4)
+    mask = keep_mask((n,), p).numpy()
+    torch.manual_seed(4)
+    generator = np.random.SFC64(int(torch.randint(2**62, (1,)).item()))  # the mask's seed, as it draws it
+    upper = generator.random_raw(n // 4).view(np.uint16)
+    ties = np.flatnonzero(upper == high)
+    lower = generator.random_raw((len(ties) + 3) // 4).view(np.uint16)[: len(ties)]
+    assert 10 < len(ties) < 60
+    untied = np.ones(n, dtype=bool)
+    untied[ties] = False
+    assert np.array_equal(mask[untied], upper[untied] > high)
+    assert np.array_equal(mask[ties], lower >= low)
+    assert 0 < mask[ties].sum() < len(ties)  # both outcomes occur among the ties
+    assert not keep_mask((4, 4), 1.0).any()

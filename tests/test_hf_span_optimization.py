@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 
 import pytest
+import torch
+from torch import nn
 from transformers import BertConfig, BertForQuestionAnswering
 
 from concur.approaches.hf_span.hparams import HFSpanHParams
@@ -73,3 +76,29 @@ def test_scheduler_drives_every_group(model):
         scheduler.step()
     assert seen == pytest.approx([0.0, 5e-4, 1e-3, 5e-4 * 5 / 3, 5e-4 * 4 / 3, 5e-4, 5e-4 * 2 / 3, 5e-4 / 3])
     assert scheduler.get_last_lr()[0] == pytest.approx(0.0)
+
+
+def test_the_fused_update_moves_every_parameter_as_the_per_parameter_loop_does():
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=50, hidden_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=16)
+    fused_model = BertForQuestionAnswering(config).eval()  # no dropout: both models see the same function
+    looped_model = copy.deepcopy(fused_model)
+    # epsilon 1e-3: with a tiny one Adam turns a near-zero gradient into a full step of either sign, so float rounding
+    # in the backward pass (which the two optimisers do not share after the first step) could flip an update
+    hparams = replace(HPARAMS, layerwise_lr_decay=0.5, adam_epsilon=1e-3)
+    fused = build_optimizer(fused_model, hparams)
+    assert fused.defaults["fused"] is True  # on the CPU too
+    looped = build_optimizer(looped_model, hparams)
+    for group in looped.param_groups:
+        group["fused"], group["foreach"] = False, False  # PyTorch's default on the CPU: one parameter at a time
+    initial = nn.utils.parameters_to_vector(fused_model.parameters()).detach().clone()
+    for ids in torch.randint(0, 50, (10, 3, 6)):
+        for model, optimizer in ((fused_model, fused), (looped_model, looped)):
+            optimizer.zero_grad()
+            outputs = model(input_ids=ids, start_positions=torch.tensor([0, 2, 5]), end_positions=torch.tensor([1, 4, 5]))
+            outputs.loss.backward()
+            optimizer.step()
+    updated = nn.utils.parameters_to_vector(fused_model.parameters())
+    expected = nn.utils.parameters_to_vector(looped_model.parameters())
+    assert (updated - initial).abs().max() > 1e-4  # ten steps at 1e-3 moved the weights
+    torch.testing.assert_close(updated, expected, rtol=0, atol=1e-6)

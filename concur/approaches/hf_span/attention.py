@@ -46,15 +46,29 @@ def attention_forward(
     if dropout == 0.0 or query.device.type != "cpu" or not plain or getattr(module, "is_causal", False):
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
     scale = query.shape[-1] ** -0.5 if scaling is None else scaling
-    scores = torch.matmul(query, key.transpose(-1, -2)) * scale
-    if attention_mask is not None:
-        if attention_mask.dtype == torch.bool:
-            scores = scores.masked_fill(~attention_mask, torch.finfo(scores.dtype).min)
-        else:
-            scores = scores + attention_mask
-    probabilities = bulk_dropout(torch.softmax(scores, dim=-1), dropout, training=True)
+    probabilities = bulk_dropout(torch.softmax(masked_scores(query * scale, key, attention_mask), dim=-1), dropout, training=True)
     output = torch.matmul(probabilities.to(value.dtype), value)
     return output.transpose(1, 2).contiguous(), None
+
+
+def masked_scores(query: torch.Tensor, key: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+    """Q K^T plus the mask as an additive bias, in one product (`baddbmm` starts from the bias).
+
+    A product, then a pass to add the mask, would cost two more passes over the batch x heads x
+    length^2 scores forward and two backward (the mask's and the scale's, which the caller puts on
+    the smaller query instead).
+    """
+    batch, heads, length, dim = query.shape
+    keys = key.shape[2]
+    flat_query, flat_key_t = query.reshape(batch * heads, length, dim), key.reshape(batch * heads, keys, dim).transpose(1, 2)
+    if attention_mask is None:
+        return torch.bmm(flat_query, flat_key_t).view(batch, heads, length, keys)
+    if attention_mask.dtype == torch.bool:
+        bias = torch.zeros(attention_mask.shape, dtype=query.dtype).masked_fill_(~attention_mask, torch.finfo(query.dtype).min)
+    else:
+        bias = attention_mask.to(query.dtype)
+    flat_bias = bias.expand(batch, heads, length, keys).reshape(batch * heads, length, keys)
+    return torch.baddbmm(flat_bias, flat_query, flat_key_t).view(batch, heads, length, keys)
 
 
 def register() -> str:
