@@ -67,3 +67,28 @@ def test_under_bf16_autocast_it_runs_in_bf16_within_its_rounding():
     assert all(grad.dtype == torch.float32 for grad in ours[1:])  # gradients reach fp32 leaves as fp32
     for approximate, value in zip(ours, exact, strict=True):
         assert (approximate.double() - value).abs().max() <= 0.03 * value.abs().max()
+
+
+def test_score_rows_are_padded_to_a_multiple_of_32_keys_only_where_that_adds_at_most_a_tenth():
+    assert [attention.score_columns(n) for n in (189, 150, 400, 30, 32, 64)] == [192, 160, 416, 32, 32, 64]
+    assert [attention.score_columns(n) for n in (133, 97, 5, 1)] == [133, 97, 5, 1]  # 160, 128, 32, 32 would add more
+
+
+@pytest.mark.parametrize("rows_per_chunk", [1, 5, 8])
+def test_with_padded_keys_values_and_gradients_are_still_sdpas(monkeypatch, rows_per_chunk):
+    monkeypatch.setattr(attention, "SCORES_BYTES_PER_CHUNK", rows_per_chunk * 30 * 32 * 8)  # 30 x 32 float64 scores a row
+    assert attention.score_columns(30) == 32  # two padding keys
+    generator = torch.Generator().manual_seed(1)
+    keys = torch.ones(4, 30, dtype=torch.bool)
+    keys[1, 20:] = False
+    keys[3, 1:] = False
+
+    def run(attend):
+        q, k, v = (torch.randn(4, 2, 30, 4, generator=generator.manual_seed(i), dtype=torch.float64).requires_grad_() for i in range(3))
+        out = attend(q, k, v, keys)
+        out.backward(torch.randn(out.shape, generator=generator.manual_seed(9), dtype=torch.float64))
+        return [out, q.grad, k.grad, v.grad]
+
+    for ours, theirs in zip(run(key_masked_attention), run(_sdpa), strict=True):
+        assert ours.shape == (4, 2, 30, 4)
+        torch.testing.assert_close(ours, theirs, rtol=1e-12, atol=1e-12)
