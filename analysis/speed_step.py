@@ -1,4 +1,4 @@
-"""The readers' training step and prediction pass on fixed batches, without the data pipeline: what a model change buys.
+"""The training step and prediction pass of readers and hf-span approaches on fixed batches, without the data pipeline.
 
 Run: `python analysis/speed_step.py --approaches qanet [--batches 3] [--steps 3] [--warmup-steps 1]
 [--precision bf16] [speed_readers.py's data options]`. Each reader is trained for one step by its
@@ -9,7 +9,8 @@ quantiles of the passage lengths, collated once: `--warmup-steps` untimed passes
 then `--steps` timed passes. A step is what the training loop does per batch (forward under the
 run's autocast, loss, backward, gradient clipping, optimiser step) without the learning-rate
 schedule and weight average; the prediction pass is the forward pass in eval mode without
-gradients. The rates are the batches' questions over the sum of their median times.
+gradients. The rates are the batches' questions over the sum of their median times (for an hf-span
+approach, such as `minilm-l6`, its windows: a batch is `train_batch_size` windows of neighbouring lengths).
 
 It only uses interfaces that every revision since 76871c9 has (the approach's `train`, the
 reader's objective and plan, `concur.approaches.precision.autocast`), so that
@@ -21,6 +22,7 @@ batch's shape and median step and prediction milliseconds.
 from __future__ import annotations
 
 import argparse
+import importlib
 import statistics
 import time
 from collections.abc import Callable
@@ -31,7 +33,6 @@ import torch
 from speed_readers import add_common_options, reader_specs, row, squad_sample
 from torch import nn
 
-import concur.approaches.reader.training as reader_training
 from concur.approaches.base import RunContext, build_approach
 from concur.approaches.precision import autocast
 from concur.data.model import Split
@@ -43,29 +44,41 @@ class _Captured(BaseException):
     """Raised inside `fit` once the model, objective and plan are in hand (a BaseException: no approach catches it)."""
 
 
+# Where an approach's training finds the shared loop: the readers look `fit` up in their training module at
+# call time; hf-span imported it by name into its approach module.
+FIT_MODULES = ("concur.approaches.reader.training", "concur.approaches.hf_span.approach")
+
+
 def capture_training(train: Callable[[], Any]) -> tuple[nn.Module, Any, Any]:
-    """(model, objective, plan) of the reader that `train()` builds, after one optimiser step of its own loop.
+    """(model, objective, plan) of the model that `train()` builds, after one optimiser step of its own loop.
 
-    The reader's `fit_reader` looks `fit` up in its module at call time; the wrapper runs the real
-    loop (a one-step budget) and then stops `train()` before it does anything else.
+    `fit` is replaced where the approaches find it; the wrapper runs the real loop (a one-step
+    budget) and then stops `train()` before it does anything else.
     """
-    real_fit = reader_training.fit
     captured: dict[str, Any] = {}
+    patched = []
+    for name in FIT_MODULES:
+        module = importlib.import_module(name)
+        real_fit = getattr(module, "fit", None)
+        if real_fit is None:
+            continue
 
-    def fit(model: nn.Module, objective: Any, plan: Any, context: RunContext, name: str) -> list[float]:  # noqa: ARG001 (fit's signature)
-        real_fit(model, objective, plan, context, name)
-        captured.update(model=model, objective=objective, plan=plan)
-        raise _Captured
+        def fit(model: nn.Module, objective: Any, plan: Any, *rest: Any, real_fit: Callable[..., Any] = real_fit) -> list[float]:
+            real_fit(model, objective, plan, *rest)
+            captured.update(model=model, objective=objective, plan=plan)
+            raise _Captured
 
-    reader_training.fit = fit
+        module.fit = fit
+        patched.append((module, real_fit))
     try:
         train()
     except _Captured:
         pass
     finally:
-        reader_training.fit = real_fit
+        for module, real_fit in patched:
+            module.fit = real_fit
     if not captured:
-        raise SystemExit("the approach trained without calling concur.approaches.reader.training.fit: not a reader")
+        raise SystemExit("the approach trained without calling concur's shared training loop: neither a reader nor hf-span")
     return captured["model"], captured["objective"], captured["plan"]
 
 
@@ -94,10 +107,12 @@ def median_ms(run: Callable[[], None], warmup: int, timed: int) -> float:
 
 def measure_reader(spec: ApproachSpec, data: Split, args: argparse.Namespace) -> tuple[str, list[str]]:
     """speed_readers.py's row for one reader on its fixed batches, and a line per batch: its shape, median step and prediction ms."""
-    size = spec.hparams["batch_size"]
+    size = spec.hparams["batch_size"] if "batch_size" in spec.hparams else spec.hparams["train_batch_size"]
     cache_dir = Workspace.resolve().cache_dir
     context = RunContext(device=args.device, seed=0, log=lambda line: None, cache_dir=cache_dir, precision=args.precision)
-    one_step = {**spec.hparams, "epochs": size / data.n_questions, "steps": 0}  # steps 0: the epochs rule
+    one_step = {**spec.hparams, "epochs": size / data.n_questions}
+    if "steps" in one_step:
+        one_step["steps"] = 0  # a reader's steps 0: the epochs rule
     model, objective, plan = capture_training(lambda: build_approach(spec, one_step).train(data, context))
     batches = [objective.batch(indices) for indices in fixed_batch_indices(objective.lengths(), size, args.batches)]
     parameters = [p for p in model.parameters() if p.requires_grad]
@@ -123,13 +138,18 @@ def measure_reader(spec: ApproachSpec, data: Split, args: argparse.Namespace) ->
     step_ms = [median_ms(lambda b=b: step(b), args.warmup_steps, args.steps) for b in batches]
     model.eval()
     predict_ms = [median_ms(lambda b=b: predict(b), args.warmup_steps, args.steps) for b in batches]
-    questions = sum(len(b.starts) for b in batches)
+    questions = sum(len(examples(b)) for b in batches)
     result = row(spec.id, size, questions / sum(step_ms) * 1000, questions / sum(predict_ms) * 1000, sum(p.numel() for p in parameters))
     lines = [
-        f"  {spec.id} batch {'x'.join(map(str, b.c_words.shape))}: step {train:.1f} ms, prediction {prediction:.1f} ms"
+        f"  {spec.id} batch {'x'.join(map(str, examples(b).shape))}: step {train:.1f} ms, prediction {prediction:.1f} ms"
         for b, train, prediction in zip(batches, step_ms, predict_ms, strict=True)
     ]
     return result, lines
+
+
+def examples(batch: Any) -> torch.Tensor:
+    """A batch's examples by their tokens: (examples, tokens), of passages for a reader, of windows for hf-span."""
+    return batch.c_words if hasattr(batch, "c_words") else batch.inputs["input_ids"]
 
 
 def main() -> None:

@@ -436,3 +436,24 @@ def test_plan_holdout_estimates_each_cell_from_the_others_both_ways(monkeypatch)
     assert summary == pytest.approx({"median_abs_error": (180 / 280 + 0.9) / 2, "max_abs_error": 1.8})
     assert holdout.summary(list(records.values()), "two_way_seconds")["max_abs_error"] == pytest.approx(0.0, abs=1e-6)
     assert holdout.held_out([rows[0]]) == []  # one cell: nothing to estimate it from
+
+
+def test_speed_step_times_an_hf_span_approach_on_fixed_batches_of_windows(monkeypatch, tiny_registry):
+    """The same fixed-batch step for hf-span: its loop's `fit` is caught where hf-span's approach module finds it."""
+    shared_file("mrqa/dev/SQuAD.jsonl.gz")
+    step = _load_script(monkeypatch, "speed_step")
+    from speed_readers import squad_sample
+
+    from concur.registry import default_registry
+
+    args = argparse.Namespace(device="cpu", precision="fp32", threads=1, questions=30, source_dir=[str(SHARED_DATA)],
+                              batches=2, steps=1, warmup_steps=0)  # fmt: skip
+    spec = default_registry([tiny_registry]).approach("tiny-bert")
+    result, lines = step.measure_reader(spec, squad_sample(args), args)
+    name, batch, train_rate, predict_rate, _ = result.split()
+    assert (name, int(batch)) == ("tiny-bert", 16) and float(train_rate) > 0 and float(predict_rate) > 0
+    assert len(lines) == 2 and all(line.startswith("  tiny-bert batch 16x") and " ms, prediction " in line for line in lines)
+    import concur.approaches.hf_span.approach as hf_span_approach
+    from concur.approaches import training
+
+    assert hf_span_approach.fit is training.fit  # put back after the capture
