@@ -106,7 +106,8 @@ def median_ms(run: Callable[[], None], warmup: int, timed: int) -> float:
 
 
 def measure_reader(spec: ApproachSpec, data: Split, args: argparse.Namespace) -> tuple[str, list[str]]:
-    """speed_readers.py's row for one reader on its fixed batches, and a line per batch: its shape, median step and prediction ms."""
+    """speed_readers.py's row for one reader or hf-span approach on its fixed batches, and a line per batch: its shape,
+    median step and prediction ms."""
     size = spec.hparams["batch_size"] if "batch_size" in spec.hparams else spec.hparams["train_batch_size"]
     cache_dir = Workspace.resolve().cache_dir
     context = RunContext(device=args.device, seed=0, log=lambda line: None, cache_dir=cache_dir, precision=args.precision)
