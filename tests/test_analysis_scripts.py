@@ -7,6 +7,7 @@ from RunContext, say) must fail here, not on the next person who measures speed.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import subprocess
@@ -306,6 +307,27 @@ def test_random_bert_base_has_bert_base_sizes_and_the_given_tokenizer(tmp_path, 
     assert (config.num_hidden_layers, config.hidden_size, config.num_attention_heads, config.intermediate_size) == (12, 768, 12, 3072)
     assert config.architectures == ["BertForQuestionAnswering"]
     assert AutoTokenizer.from_pretrained(directory).get_vocab() == AutoTokenizer.from_pretrained(weights).get_vocab()
+
+
+def test_speed_training_starts_concurs_clock_after_the_imports_a_forked_worker_finds_done():
+    """transformers' modeling_utils, which the zygote imports for hf-span workers, is imported before the clock;
+    the model family's own module, which from_pretrained imports for either system, is not."""
+    probe = (
+        "import sys; sys.path.insert(0, 'analysis'); import speed_training; speed_training.import_before_the_clock(); "
+        "print('transformers.modeling_utils' in sys.modules, 'transformers.models.bert.modeling_bert' in sys.modules)"
+    )
+    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.split() == ["True", "False"]
+
+
+def test_speed_training_setup_is_the_whole_run_less_training_and_prediction(monkeypatch):
+    speed_training = _load_script(monkeypatch, "speed_training")
+    run = speed_training.Measured("concur", 0, 160, 10, 4.0, 100, 0.5, 6.0, 1000.0, 50.0, 60.0)
+    assert run.setup_seconds == 1.5
+    summary = speed_training._summary([run, dataclasses.replace(run, round=1, total_seconds=7.0)], ["concur"])
+    assert summary["medians"]["concur"]["setup_seconds"] == 2.0  # the median of 1.5 and 2.5
+    assert "| concur | 40.0 | 200.0 | 6.5 | 2.0 | 1000 | 10 | 50.0 | 60.0 |" in speed_training._table(summary, ["concur"])
 
 
 def test_speed_training_names_a_bad_sharing_list_before_any_work(tmp_path):
