@@ -20,9 +20,10 @@ ONE_H100 = (Gpu("0", 80.0),)
         ("minilm-l6", ONE_H100, 1, 16, 8),  # alone on its GPU: the spec's 8
         ("minilm-l6", ONE_H100, 4, 64, 8),  # cores to spare: never more than the spec's
         ("bidaf", ONE_H100 * 2, 4, 16, 2),  # small, cpus = 4: eight at once on two GPUs
-        ("bert-base", ONE_H100, 4, 16, 8),  # not small: a GPU to itself, the spec's 8
-        ("bert-base", ONE_H100 * 4, 4, 16, 4),  # one per GPU on four GPUs
-        ("bert-base", ONE_H100 * 32, 4, 16, 1),  # never below one
+        ("bert-large", ONE_H100, 4, 16, 8),  # not small: a GPU to itself, the spec's 8
+        ("bert-base", ONE_H100, 4, 16, 4),  # small since 2026-11-27: four at once share the 16 cores
+        ("bert-large", ONE_H100 * 4, 4, 16, 4),  # one per GPU on four GPUs
+        ("bert-large", ONE_H100 * 32, 4, 16, 1),  # never below one
     ],
 )
 def test_a_gpu_worker_gets_the_specs_cpus_within_its_share_of_the_cores(approach, gpus, jobs_per_gpu, cores, threads):
