@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -26,11 +25,9 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from speed_training import APPROACH, Config, config_from_args, gold_answers, import_before_the_clock, squad_splits
+from speed_training import APPROACH, STEP_LINE, Config, config_from_args, gold_answers, import_before_the_clock, squad_splits, steady_rate
 
 MODES = ("eager", "compiled")
-STEP_LINE = re.compile(r"\bstep (\d+)/(\d+)\b")  # concur.approaches.loss_curve's log line
-STEADY_FROM = 0.25  # the steady rate counts the steps after this share of the run
 
 
 @dataclass
@@ -45,19 +42,6 @@ class CompileRun:
     total_seconds: float
     optimizer_steps: int
     em: float
-
-
-def steady_rate(log: list[tuple[float, str]], batch_size: int) -> float:
-    """Windows per second between the first logged step at or past `STEADY_FROM` of the run and the last logged step."""
-    steps = [(seconds, int(match.group(1)), int(match.group(2))) for seconds, line in log if (match := STEP_LINE.search(line))]
-    if not steps:
-        raise ValueError("the training loop logged no step")
-    total = steps[-1][2]
-    later = [step for step in steps if step[1] >= STEADY_FROM * total]
-    (start, first, _), (end, last, _) = later[0], later[-1]
-    if last == first:
-        raise ValueError(f"too few logged steps past {STEADY_FROM:.0%} of {total} to time")
-    return (last - first) * batch_size / (end - start)
 
 
 def run_mode(mode: str, config: Config) -> CompileRun:

@@ -26,8 +26,10 @@ do not help another and peak memory is the process's own. Per system: train exam
 through the optimisation loop / its seconds; for Trainer, `train()`), eval questions/s (windows,
 forward passes and answer decoding / their seconds), peak memory (max RSS on the CPU, allocated
 memory on CUDA), EM and F1 on the test questions, and the whole run's seconds (loading, features,
-training, prediction) with its setup (all but training and prediction). Both clocks start after the
-imports a forked concur worker finds done (`import_before_the_clock`). Writes the results as JSON (`--out`) and prints a table with concur's ratios.
+training, prediction) with its setup (all but training and prediction). For concur also the steady train rate
+(after the first quarter of the steps: CUDA graphs recorded, `steady_rate`) and the shapes it recorded. Both
+clocks start after the imports a forked concur worker finds done (`import_before_the_clock`). Writes the
+results as JSON (`--out`) and prints a table with concur's ratios.
 Trainer needs `accelerate` (in concur's `test` extra: `pip install -e '.[test,minilm]'`).
 """
 
@@ -37,6 +39,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import resource
 import statistics
 import subprocess
@@ -56,6 +59,8 @@ APPROACH = "minilm-l6"
 SYSTEMS = ("concur", "trainer-fast", "trainer-pad384")
 ABLATIONS = ("concur-stock-kernels", "concur-cuda-graphs")
 CPU_FEATURES = ("avx512f", "avx512_bf16", "amx_bf16")  # what bf16 on the CPU runs on, recorded with each result
+STEP_LINE = re.compile(r"\bstep (\d+)/(\d+)\b")  # concur.approaches.loss_curve's log line
+STEADY_FROM = 0.25  # the steady rate counts the steps after this share of the run
 
 
 @dataclass(frozen=True)
@@ -88,6 +93,8 @@ class Measured:
     peak_memory_mb: float
     em: float
     f1: float
+    steady_train_rate: float | None = None  # concur's windows/s after the first quarter of its steps (see steady_rate)
+    graph_shapes: int = 0  # batch shapes concur recorded as CUDA graphs (concur-cuda-graphs)
 
     @property
     def train_rate(self) -> float:
@@ -162,7 +169,8 @@ def _benchmark(args: argparse.Namespace, systems: list[str], config: Config) -> 
             runs.append(measured)
             print(
                 f"round {round_ + 1}/{args.rounds} {system:15s} train {measured.train_rate:7.1f} windows/s  "
-                f"eval {measured.eval_rate:6.1f} q/s  EM {measured.em:5.1f}  total {measured.total_seconds:6.1f} s",
+                f"eval {measured.eval_rate:6.1f} q/s  EM {measured.em:5.1f}  total {measured.total_seconds:6.1f} s"
+                + (f"  ({measured.graph_shapes} shapes recorded)" if measured.graph_shapes else ""),
                 flush=True,
             )
     summary = _summary(runs, systems)
@@ -284,6 +292,7 @@ def _summary(runs: list[Measured], systems: list[str]) -> dict[str, Any]:
         mine = [run for run in runs if run.system == system]
         medians[system] = {
             "train_windows_per_s": statistics.median(run.train_rate for run in mine),
+            "steady_train_windows_per_s": _median_or_none([run.steady_train_rate for run in mine]),
             "eval_questions_per_s": statistics.median(run.eval_rate for run in mine),
             "total_seconds": statistics.median(run.total_seconds for run in mine),
             "setup_seconds": statistics.median(run.setup_seconds for run in mine),
@@ -306,18 +315,32 @@ def _summary(runs: list[Measured], systems: list[str]) -> dict[str, Any]:
     return {"medians": medians, "ratios": ratios}
 
 
+def _median_or_none(values: list[float | None]) -> float | None:
+    known = [value for value in values if value is not None]
+    return statistics.median(known) if known else None
+
+
 def _table(summary: dict[str, Any], systems: list[str]) -> str:
-    head = f"| system | train windows/s | eval questions/s | whole run (s) | of it setup (s) | peak memory (MB) | steps | EM | F1 |\n|{'---|' * 9}"
+    head = (
+        "| system | train windows/s | steady (after the first quarter) | eval questions/s | whole run (s) | of it setup (s) | "
+        f"peak memory (MB) | steps | EM | F1 |\n|{'---|' * 10}"
+    )
     rows = [
-        f"| {system} | {m['train_windows_per_s']:.1f} | {m['eval_questions_per_s']:.1f} | {m['total_seconds']:.1f} | {m['setup_seconds']:.1f} | "
+        f"| {system} | {m['train_windows_per_s']:.1f} | {_steady(m)} | {m['eval_questions_per_s']:.1f} | {m['total_seconds']:.1f} | "
+        f"{m['setup_seconds']:.1f} | "
         f"{m['peak_memory_mb']:.0f} | {m['optimizer_steps']:.0f} | {m['em']:.1f} | {m['f1']:.1f} |"
         for system, m in ((s, summary["medians"][s]) for s in systems)
     ]
     ratio_rows = [
-        f"| {name} | {r['train']:.2f}x | {r['eval']:.2f}x | {r['total']:.2f}x | | | | {r['em_difference']:+.1f} | |"
+        f"| {name} | {r['train']:.2f}x | | {r['eval']:.2f}x | {r['total']:.2f}x | | | | {r['em_difference']:+.1f} | |"
         for name, r in summary["ratios"].items()
     ]
     return "\n".join([head, *rows, *ratio_rows])
+
+
+def _steady(medians: dict[str, Any]) -> str:
+    steady = medians["steady_train_windows_per_s"]
+    return "-" if steady is None else f"{steady:.1f}"
 
 
 # ---- the systems, each run in its own process -------------------------------------------------------------------
@@ -357,12 +380,13 @@ def run_concur(config: Config, system: str = "concur") -> Measured:
         loading.register_attention = lambda: "sdpa"  # type: ignore[assignment]
         loading.use_fast_dropout = lambda model: 0  # type: ignore[assignment]
     train, test = squad_splits(config)
+    log: list[tuple[float, str]] = []
     started = time.perf_counter()
     approach = build_approach(default_registry().approach(APPROACH), config.hparams)
     context = RunContext(
         config.device,
         config.seed,
-        lambda line: None,
+        lambda line: log.append((time.perf_counter(), line)),
         model_path=Path(config.model_path),
         precision=config.precision,
         cuda_graphs=system == "concur-cuda-graphs",
@@ -371,7 +395,27 @@ def run_concur(config: Config, system: str = "concur") -> Measured:
     predicting = time.perf_counter()
     predictions = approach.predict(test, context)
     trained = (round(report.train_features * config.hparams["epochs"]), report.optimizer_steps, report.details["fit_seconds"])
-    return _measured(system, config, test, predictions, trained, started, predicting)
+    measured = _measured(system, config, test, predictions, trained, started, predicting)
+    try:
+        steady: float | None = steady_rate(log, config.hparams["train_batch_size"])
+    except ValueError:  # a run of a few steps has no steady part
+        steady = None
+    return replace(measured, steady_train_rate=steady, graph_shapes=len(report.details.get("cuda_graph_shapes", ())))
+
+
+def steady_rate(log: list[tuple[float, str]], batch_size: int) -> float:
+    """Windows per second between the first logged step at or past `STEADY_FROM` of the run and the last logged step:
+    the rate once start-up work (CUDA graphs recorded for new batch shapes, kernels compiled) is mostly behind.
+    Each logged step has read its loss back, so it has waited for the device."""
+    steps = [(seconds, int(match.group(1)), int(match.group(2))) for seconds, line in log if (match := STEP_LINE.search(line))]
+    if not steps:
+        raise ValueError("the training loop logged no step")
+    total = steps[-1][2]
+    later = [step for step in steps if step[1] >= STEADY_FROM * total]
+    (start, first, _), (end, last, _) = later[0], later[-1]
+    if last == first:
+        raise ValueError(f"too few logged steps past {STEADY_FROM:.0%} of {total} to time")
+    return (last - first) * batch_size / (end - start)
 
 
 def import_before_the_clock() -> None:

@@ -106,15 +106,15 @@ def test_speed_compile_times_the_steady_steps_of_an_eager_run(tmp_path):
     assert "| eager |" in out and "| 1.00x |" in out and f"written: {out_file}" in out
 
 
-def test_speed_compile_steady_rate_counts_the_steps_after_the_first_quarter(monkeypatch):
-    speed_compile = _load_script(monkeypatch, "speed_compile")
+def test_the_steady_rate_counts_the_steps_after_the_first_quarter(monkeypatch):
+    speed_training = _load_script(monkeypatch, "speed_training")
     log = [(0.0, "step 1/8  loss 5.0"), (1.0, "step 2/8  loss 4.0"), (2.0, "a line without a step"), (3.0, "step 4/8  loss 3.5"),
            (7.0, "step 8/8  loss 3.0")]  # fmt: skip
-    assert speed_compile.steady_rate(log, 16) == (8 - 2) * 16 / (7.0 - 1.0)
+    assert speed_training.steady_rate(log, 16) == (8 - 2) * 16 / (7.0 - 1.0)
     with pytest.raises(ValueError, match="logged no step"):
-        speed_compile.steady_rate([(0.0, "train: 12 questions")], 16)
+        speed_training.steady_rate([(0.0, "train: 12 questions")], 16)
     with pytest.raises(ValueError, match="too few logged steps"):
-        speed_compile.steady_rate([(0.0, "step 1/1  loss 2.0")], 16)
+        speed_training.steady_rate([(0.0, "step 1/1  loss 2.0")], 16)
 
 
 def _refused(tmp_path, script: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -327,7 +327,9 @@ def test_speed_training_setup_is_the_whole_run_less_training_and_prediction(monk
     assert run.setup_seconds == 1.5
     summary = speed_training._summary([run, dataclasses.replace(run, round=1, total_seconds=7.0)], ["concur"])
     assert summary["medians"]["concur"]["setup_seconds"] == 2.0  # the median of 1.5 and 2.5
-    assert "| concur | 40.0 | 200.0 | 6.5 | 2.0 | 1000 | 10 | 50.0 | 60.0 |" in speed_training._table(summary, ["concur"])
+    assert "| concur | 40.0 | - | 200.0 | 6.5 | 2.0 | 1000 | 10 | 50.0 | 60.0 |" in speed_training._table(summary, ["concur"])
+    steady = [dataclasses.replace(run, steady_train_rate=rate) for rate in (30.0, None, 50.0)]  # Trainer's runs have none
+    assert speed_training._summary(steady, ["concur"])["medians"]["concur"]["steady_train_windows_per_s"] == 40.0
 
 
 def test_speed_training_names_a_bad_sharing_list_before_any_work(tmp_path):
