@@ -25,7 +25,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from speed_training import APPROACH, STEP_LINE, Config, config_from_args, gold_answers, import_before_the_clock, squad_splits, steady_rate
+from speed_training import STEP_LINE, Config, config_from_args, gold_answers, import_before_the_clock, steady_rate, train_and_predict
 
 MODES = ("eager", "compiled")
 
@@ -48,9 +48,7 @@ def run_mode(mode: str, config: Config) -> CompileRun:
     """Train and predict with concur's hf-span, its model compiled when `mode` says so."""
     import torch
 
-    from concur.approaches.base import RunContext, build_approach
     from concur.metrics import evaluate
-    from concur.registry.registry import default_registry
 
     torch.set_num_threads(config.threads)
     import_before_the_clock()
@@ -65,31 +63,20 @@ def run_mode(mode: str, config: Config) -> CompileRun:
             return loaded
 
         hf_span.load_pretrained = load_compiled  # type: ignore[assignment]
-    train, test = squad_splits(config)
-    log: list[tuple[float, str]] = []
-    started = time.perf_counter()
-    approach = build_approach(default_registry().approach(APPROACH), config.hparams)
-
-    def record(line: str) -> None:
-        log.append((time.perf_counter(), line))
-
-    context = RunContext(config.device, config.seed, record, model_path=Path(config.model_path))
-    report = approach.train(train, context)
-    predicting = time.perf_counter()
-    predictions = approach.predict(test, context)
+    run = train_and_predict(config)
     if config.device.startswith("cuda"):
         torch.cuda.synchronize()
     done = time.perf_counter()
-    first_step = next(seconds for seconds, line in log if STEP_LINE.search(line))
+    first_step = next(seconds for seconds, line in run.log if STEP_LINE.search(line))
     return CompileRun(
         mode=mode,
-        steady_windows_per_s=steady_rate(log, config.hparams["train_batch_size"]),
-        first_logged_step_seconds=first_step - started,
-        fit_seconds=report.details["fit_seconds"],
-        predict_seconds=done - predicting,
-        total_seconds=done - started,
-        optimizer_steps=report.optimizer_steps,
-        em=evaluate(gold_answers(test), predictions).exact_match,
+        steady_windows_per_s=steady_rate(run.log, config.hparams["train_batch_size"]),
+        first_logged_step_seconds=first_step - run.started,
+        fit_seconds=run.report.details["fit_seconds"],
+        predict_seconds=done - run.predicting,
+        total_seconds=done - run.started,
+        optimizer_steps=run.report.optimizer_steps,
+        em=evaluate(gold_answers(run.test), run.predictions).exact_match,
     )
 
 

@@ -369,9 +369,6 @@ def run_concur(config: Config, system: str = "concur") -> Measured:
     """concur's hf-span as a job trains it; `system` names the variant (stock kernels, CUDA graphs)."""
     import torch
 
-    from concur.approaches.base import RunContext, build_approach
-    from concur.registry.registry import default_registry
-
     torch.set_num_threads(config.threads)
     import_before_the_clock()
     if system == "concur-stock-kernels":
@@ -379,6 +376,34 @@ def run_concur(config: Config, system: str = "concur") -> Measured:
 
         loading.register_attention = lambda: "sdpa"  # type: ignore[assignment]
         loading.use_fast_dropout = lambda model: 0  # type: ignore[assignment]
+    run = train_and_predict(config, cuda_graphs=system == "concur-cuda-graphs")
+    report = run.report
+    trained = (round(report.train_features * config.hparams["epochs"]), report.optimizer_steps, report.details["fit_seconds"])
+    measured = _measured(system, config, run.test, run.predictions, trained, run.started, run.predicting)
+    try:
+        steady: float | None = steady_rate(run.log, config.hparams["train_batch_size"])
+    except ValueError:  # a run of a few steps has no steady part
+        steady = None
+    return replace(measured, steady_train_rate=steady, graph_shapes=len(report.details.get("cuda_graph_shapes", ())))
+
+
+@dataclass(frozen=True)
+class ConcurRun:
+    """What one hf-span job did, for the scripts that time it."""
+
+    test: Any  # the test split
+    report: Any  # the approach's TrainReport
+    predictions: dict[str, str]
+    log: list[tuple[float, str]]  # (perf_counter seconds, line) of every line the job logged
+    started: float  # perf_counter when the clock started (the data already read)
+    predicting: float  # perf_counter when prediction started
+
+
+def train_and_predict(config: Config, cuda_graphs: bool = False) -> ConcurRun:
+    """Train minilm-l6's hf-span approach (or `config.model_path`'s weights) and predict, as `concur run` does."""
+    from concur.approaches.base import RunContext, build_approach
+    from concur.registry.registry import default_registry
+
     train, test = squad_splits(config)
     log: list[tuple[float, str]] = []
     started = time.perf_counter()
@@ -389,18 +414,12 @@ def run_concur(config: Config, system: str = "concur") -> Measured:
         lambda line: log.append((time.perf_counter(), line)),
         model_path=Path(config.model_path),
         precision=config.precision,
-        cuda_graphs=system == "concur-cuda-graphs",
+        cuda_graphs=cuda_graphs,
     )
     report = approach.train(train, context)
     predicting = time.perf_counter()
     predictions = approach.predict(test, context)
-    trained = (round(report.train_features * config.hparams["epochs"]), report.optimizer_steps, report.details["fit_seconds"])
-    measured = _measured(system, config, test, predictions, trained, started, predicting)
-    try:
-        steady: float | None = steady_rate(log, config.hparams["train_batch_size"])
-    except ValueError:  # a run of a few steps has no steady part
-        steady = None
-    return replace(measured, steady_train_rate=steady, graph_shapes=len(report.details.get("cuda_graph_shapes", ())))
+    return ConcurRun(test, report, predictions, log, started, predicting)
 
 
 def steady_rate(log: list[tuple[float, str]], batch_size: int) -> float:

@@ -64,7 +64,8 @@ def masked_scores(query: torch.Tensor, key: torch.Tensor, attention_mask: torch.
     if attention_mask is None:
         return torch.bmm(flat_query, flat_key_t).view(batch, heads, length, keys)
     if attention_mask.dtype == torch.bool:
-        bias = torch.zeros(attention_mask.shape, dtype=query.dtype).masked_fill_(~attention_mask, torch.finfo(query.dtype).min)
+        bias = torch.zeros(attention_mask.shape, dtype=query.dtype, device=query.device)
+        bias.masked_fill_(~attention_mask, torch.finfo(query.dtype).min)
     else:
         bias = attention_mask.to(query.dtype)
     flat_bias = bias.expand(batch, heads, length, keys).reshape(batch * heads, length, keys)
