@@ -12,7 +12,10 @@ runs, hours apart, do not (on the 2-core development machine one tree varied by 
 rounds), and each round starts one variant further along (`round_order`), so that no variant
 always runs first. Options it does not know (`--steps`, `--warmup-steps`, `--questions`, `--threads`,
 `--source-dir`) go to every speed_readers.py unchanged. Prints the median (min-max) of the
-training and prediction rates and each variant's ratio to the first; `--out` writes every run.
+training rates and each variant's ratio to the first: of the medians, and round by round (each
+round's rate over the first variant's in that round, their median and range, and in how many
+rounds it was faster), for training and, as a control for changes that only touch training, for
+prediction; `--out` writes every run.
 
 `--fixed-batches` times the model instead of the whole loop: every variant runs this tree's
 `analysis/speed_step.py` (fixed batches collated once, the same steps; its `--batches` and
@@ -36,6 +39,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+import round_ratios
 
 REPO = Path(__file__).resolve().parents[1]
 THIS_TREE = "."
@@ -92,7 +97,8 @@ def rates_from_output(output: str, approach: str) -> tuple[float, float]:
 
 
 def summarise(runs: Sequence[Run], variants: Sequence[str], approaches: Sequence[str]) -> dict[str, Any]:
-    """Per approach and variant: median, min and max of both rates, and the median training rate over the first variant's."""
+    """Per approach and variant: median, min and max of both rates, the median training rate over the first variant's,
+    and (`paired`) each rate over the first variant's in the same round (`paired_ratios`)."""
     summary: dict[str, Any] = {}
     for approach in approaches:
         cells = {}
@@ -104,23 +110,45 @@ def summarise(runs: Sequence[Run], variants: Sequence[str], approaches: Sequence
                     for name, values in (("train", [r.train_rate for r in mine]), ("predict", [r.predict_rate for r in mine]))
                 }
         first = cells.get(variants[0])
-        for cell in cells.values():
+        for variant, cell in cells.items():
             cell["train_ratio"] = cell["train"]["median"] / first["train"]["median"] if first else None
+            if variant != variants[0]:
+                cell["paired"] = {rate: paired_ratios(runs, approach, variant, variants[0], rate) for rate in ("train", "predict")}
         summary[approach] = cells
     return summary
 
 
+def paired_ratios(runs: Sequence[Run], approach: str, variant: str, baseline: str, rate: str) -> dict[str, Any] | None:
+    """`variant`'s `rate` (train or predict) over `baseline`'s, round by round (`round_ratios.by_round`)."""
+
+    def rates(label: str) -> dict[int, float]:
+        return {run.round: getattr(run, f"{rate}_rate") for run in runs if run.approach == approach and run.variant == label}
+
+    return round_ratios.by_round(rates(variant), rates(baseline))
+
+
 def table(summary: dict[str, Any], variants: Sequence[str]) -> str:
-    """Markdown: one row per approach, training q/s median (min-max) per variant, then each ratio to the first."""
-    header = ["reader", *(f"train {v}" for v in variants), *(f"{v} / {variants[0]}" for v in variants[1:])]
+    """Markdown: one row per approach, training q/s median (min-max) per variant, then each ratio to the first: of the
+    medians, round by round (median (min-max), rounds ahead) and the prediction rates' round by round."""
+    first = variants[0]
+    others = variants[1:]
+    header = [
+        "reader",
+        *(f"train {v}" for v in variants),
+        *(f"{v} / {first}" for v in others),
+        *(f"{v} / {first} by round" for v in others),
+        *(f"predict {v} / {first} by round" for v in others),
+    ]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for approach, cells in summary.items():
         rates = []
         for variant in variants:
             cell = cells.get(variant)
             rates.append(f"{cell['train']['median']:.1f} ({cell['train']['min']:.1f}-{cell['train']['max']:.1f})" if cell else "-")
-        ratios = [f"{cells[v]['train_ratio']:.2f}x" if v in cells and cells[v]["train_ratio"] else "-" for v in variants[1:]]
-        lines.append("| " + " | ".join([approach, *rates, *ratios]) + " |")
+        ratios = [f"{cells[v]['train_ratio']:.2f}x" if v in cells and cells[v]["train_ratio"] else "-" for v in others]
+        paired = [round_ratios.describe(cells.get(v, {}).get("paired", {}).get("train")) for v in others]
+        predict = [round_ratios.describe(cells.get(v, {}).get("paired", {}).get("predict"), ahead=False) for v in others]
+        lines.append("| " + " | ".join([approach, *rates, *ratios, *paired, *predict]) + " |")
     return "\n".join(lines)
 
 
@@ -211,7 +239,10 @@ def main() -> None:
                     print(f"round {round_}/{args.rounds} {approach:24s} {variant.label:20s} {rates}", flush=True)
     summary = summarise(runs, labels, approaches)
     machine = {"processor": platform.processor() or platform.machine(), "cpus": os.cpu_count(), "python": platform.python_version()}
-    print(f"machine: {machine['processor']}, {machine['cpus']} CPUs; training questions/s, median (min-max) of {args.rounds} rounds")
+    print(
+        f"machine: {machine['processor']}, {machine['cpus']} CPUs; training questions/s, median (min-max) of {args.rounds} rounds; "
+        "ratios of the medians, then of each round's rates"
+    )
     print(table(summary, labels))
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)

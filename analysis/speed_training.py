@@ -51,6 +51,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import round_ratios
 from carved_squad import carved_squad, squad_dev_path
 
 from concur.approaches.precision import PRECISIONS  # imports neither torch nor transformers
@@ -108,6 +109,14 @@ class Measured:
     def setup_seconds(self) -> float:
         """The whole run less training and prediction: loading the model, building windows, moving to the device."""
         return self.total_seconds - self.train_seconds - self.eval_seconds
+
+
+# Measures whose concur/other ratio is also taken within each round (round_ratios); the whole run as runs per second.
+BY_ROUND: dict[str, Callable[[Measured], float]] = {
+    "train": lambda run: run.train_rate,
+    "eval": lambda run: run.eval_rate,
+    "whole run": lambda run: 1 / run.total_seconds,
+}
 
 
 def main() -> None:
@@ -311,8 +320,16 @@ def _summary(runs: list[Measured], systems: list[str]) -> dict[str, Any]:
                 "eval": ours["eval_questions_per_s"] / theirs["eval_questions_per_s"],
                 "total": theirs["total_seconds"] / ours["total_seconds"],
                 "em_difference": ours["em"] - theirs["em"],
+                "by_round": {
+                    name: round_ratios.by_round(_per_round(runs, "concur", measure), _per_round(runs, other, measure))
+                    for name, measure in BY_ROUND.items()
+                },
             }
     return {"medians": medians, "ratios": ratios}
+
+
+def _per_round(runs: list[Measured], system: str, measure: Callable[[Measured], float]) -> dict[int, float]:
+    return {run.round: measure(run) for run in runs if run.system == system}
 
 
 def _median_or_none(values: list[float | None]) -> float | None:
@@ -335,7 +352,11 @@ def _table(summary: dict[str, Any], systems: list[str]) -> str:
         f"| {name} | {r['train']:.2f}x | | {r['eval']:.2f}x | {r['total']:.2f}x | | | | {r['em_difference']:+.1f} | |"
         for name, r in summary["ratios"].items()
     ]
-    return "\n".join([head, *rows, *ratio_rows])
+    by_round = [
+        f"{name} round by round: " + "; ".join(f"{measure} {round_ratios.describe(r['by_round'][measure])}" for measure in BY_ROUND)
+        for name, r in summary["ratios"].items()
+    ]
+    return "\n".join([head, *rows, *ratio_rows, *by_round])
 
 
 def _steady(medians: dict[str, Any]) -> str:

@@ -233,7 +233,15 @@ def test_speed_readers_compare_reads_variants_rows_and_summarises_medians_and_ra
     assert summary["rasor"]["a"]["train"] == {"median": 20.0, "min": 16.0, "max": 30.0}
     assert summary["rasor"]["b"]["predict"] == {"median": 290.0, "min": 280.0, "max": 300.0}
     assert summary["rasor"]["b"]["train_ratio"] == 4.0 and summary["rasor"]["a"]["train_ratio"] == 1.0
-    assert compare.table(summary, ["a", "b"]).splitlines()[2] == "| rasor | 20.0 (16.0-30.0) | 80.0 (70.0-90.0) | 4.00x |"
+    # round by round: train 80/20, 70/30, 90/16; predict 300/200, 280/220, 290/210
+    assert summary["rasor"]["b"]["paired"]["train"] == {"median": 4.0, "min": 70 / 30, "max": 5.625, "ahead": 3, "rounds": 3}
+    assert summary["rasor"]["b"]["paired"]["predict"]["median"] == 290 / 210 and "paired" not in summary["rasor"]["a"]
+    assert compare.table(summary, ["a", "b"]).splitlines()[2] == (
+        "| rasor | 20.0 (16.0-30.0) | 80.0 (70.0-90.0) | 4.00x | 4.00x (2.33-5.62), ahead in 3 of 3 | 1.38x (1.27-1.50) |"
+    )
+    lone = [*runs, compare.Run(4, "rasor", "b", 10.0, 100.0)]  # a round the baseline did not run is left out of the pairs
+    assert compare.paired_ratios(lone, "rasor", "b", "a", "train")["rounds"] == 3
+    assert compare.paired_ratios(lone, "rasor", "b", "c", "train") is None
     traceback = "Traceback (most recent call last):\n  File \"x.py\"\nconcur.errors.UnknownNameError: unknown approach 'rasorr'\n\n"
     assert compare.last_line(traceback) == "concur.errors.UnknownNameError: unknown approach 'rasorr'"
     assert compare.last_line("") == "(nothing on stderr)"
@@ -258,7 +266,8 @@ def test_speed_readers_compare_measures_a_revision_and_this_tree_and_removes_its
     assert [(run["variant"], run["round"]) for run in report["runs"]] == [("HEAD:fp32", 1), (".:fp32", 1)]
     assert all(run["train_rate"] > 0 and run["predict_rate"] > 0 for run in report["runs"])
     assert report["summary"]["rasor"]["HEAD:fp32"]["train_ratio"] == 1.0
-    assert "| rasor | " in out and "| train HEAD:fp32 | train .:fp32 | .:fp32 / HEAD:fp32 |" in out
+    assert "| rasor | " in out and "| train HEAD:fp32 | train .:fp32 | .:fp32 / HEAD:fp32 | .:fp32 / HEAD:fp32 by round |" in out
+    assert report["summary"]["rasor"][".:fp32"]["paired"]["train"]["rounds"] == 1
     assert subprocess.run(["git", "-C", str(REPO), "worktree", "list"], capture_output=True, text=True).stdout == before
 
 
@@ -330,6 +339,27 @@ def test_speed_training_setup_is_the_whole_run_less_training_and_prediction(monk
     assert "| concur | 40.0 | - | 200.0 | 6.5 | 2.0 | 1000 | 10 | 50.0 | 60.0 |" in speed_training._table(summary, ["concur"])
     steady = [dataclasses.replace(run, steady_train_rate=rate) for rate in (30.0, None, 50.0)]  # Trainer's runs have none
     assert speed_training._summary(steady, ["concur"])["medians"]["concur"]["steady_train_windows_per_s"] == 40.0
+
+
+def test_speed_training_divides_concur_by_each_system_within_each_round_too(monkeypatch):
+    """The machine slows by half in round 1: the ratio of medians (2.14x) mixes that in, the per-round ratios do not."""
+    speed_training = _load_script(monkeypatch, "speed_training")
+    run = speed_training.Measured("concur", 0, 160, 10, 4.0, 100, 0.5, 6.0, 1000.0, 50.0, 60.0)  # 40 windows/s, 200 q/s
+    runs = [
+        run,
+        dataclasses.replace(run, round=1, train_seconds=8.0, eval_seconds=1.0, total_seconds=12.0),  # 20, 100
+        dataclasses.replace(run, system="trainer-fast", train_seconds=8.0, eval_seconds=1.0, total_seconds=12.0),  # 20, 100
+        dataclasses.replace(run, system="trainer-fast", round=1, train_seconds=20.0, eval_seconds=2.0, total_seconds=30.0),  # 8, 50
+    ]
+    summary = speed_training._summary(runs, ["concur", "trainer-fast"])
+    ratios = summary["ratios"]["concur/trainer-fast"]
+    assert ratios["train"] == 30 / 14
+    assert ratios["by_round"]["train"] == {"median": 2.25, "min": 2.0, "max": 2.5, "ahead": 2, "rounds": 2}
+    assert ratios["by_round"]["eval"]["median"] == 2.0 and ratios["by_round"]["whole run"]["median"] == 2.25
+    assert speed_training._table(summary, ["concur", "trainer-fast"]).splitlines()[-1] == (
+        "concur/trainer-fast round by round: train 2.25x (2.00-2.50), ahead in 2 of 2; eval 2.00x (2.00-2.00), ahead in 2 of 2; "
+        "whole run 2.25x (2.00-2.50), ahead in 2 of 2"
+    )
 
 
 def test_speed_training_names_a_bad_sharing_list_before_any_work(tmp_path):
