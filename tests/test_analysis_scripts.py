@@ -80,14 +80,17 @@ def test_speed_training_runs_concur_and_both_trainer_settings_on_the_same_questi
 
 
 @pytest.mark.slow
-def test_speed_training_shares_the_device_between_concurrent_jobs(tmp_path):
+def test_speed_training_shares_the_device_between_concurrent_jobs_and_gives_each_round_its_seed(tmp_path):
     shared_file("mrqa/dev/SQuAD.jsonl.gz")
     out_file = tmp_path / "speed.json"
     out = _script(
         tmp_path, "speed_training.py", "--systems", "concur", "--sharing", "2", "--threads", "2", "--train-questions", "12",
-        "--test-questions", "10", "--batch-size", "8", "--out", str(out_file),
+        "--test-questions", "10", "--batch-size", "8", "--rounds", "2", "--new-seed-each-round", "--out", str(out_file),
     )  # fmt: skip
-    (sharing,) = json.loads(out_file.read_text())["sharing"]
+    report = json.loads(out_file.read_text())
+    assert [(run["round"], run["seed"]) for run in report["runs"]] == [(0, 0), (1, 1)]  # round r runs with seed r
+    assert "concur EM by seed: seed 0 " in out
+    (sharing,) = report["sharing"]
     assert sharing["jobs"] == 2 and sharing["jobs_per_hour"] == pytest.approx(2 * 3600 / sharing["wall_seconds"])
     assert [run["optimizer_steps"] for run in sharing["runs"]] == [2, 2]
     assert all(run["eval_questions"] == 10 for run in sharing["runs"])
@@ -362,6 +365,29 @@ def test_speed_training_divides_concur_by_each_system_within_each_round_too(monk
         "concur/trainer-fast round by round: train 2.25x (2.00-2.50), ahead in 2 of 2; eval 2.00x (2.00-2.00), ahead in 2 of 2; "
         "whole run 2.25x (2.00-2.50), ahead in 2 of 2"
     )
+
+
+def test_speed_training_pairs_em_by_seed_when_each_round_has_its_own(monkeypatch):
+    """Seeds 0 and 1: concur 50 and 54 EM, Trainer 51 and 52; parity is judged seed by seed."""
+    speed_training = _load_script(monkeypatch, "speed_training")
+    run = speed_training.Measured("concur", 0, 160, 10, 4.0, 100, 0.5, 6.0, 1000.0, 50.0, 60.0)
+    runs = [
+        run,
+        dataclasses.replace(run, round=1, seed=1, em=54.0),
+        dataclasses.replace(run, system="trainer-fast", em=51.0),
+        dataclasses.replace(run, system="trainer-fast", round=1, seed=1, em=52.0),
+    ]
+    summary = speed_training._summary(runs, ["concur", "trainer-fast"])
+    assert summary["medians"]["concur"]["em_by_seed"] == {0: 50.0, 1: 54.0}
+    assert summary["ratios"]["concur/trainer-fast"]["em_difference_by_seed"] == {0: -1.0, 1: 2.0}
+    assert speed_training._table(summary, ["concur", "trainer-fast"]).splitlines()[-3:] == [
+        "concur EM by seed: seed 0 50.0, seed 1 54.0; mean 52.00, sd 2.83",  # sd: sqrt(((-2)^2 + 2^2) / 1)
+        "trainer-fast EM by seed: seed 0 51.0, seed 1 52.0; mean 51.50, sd 0.71",
+        "concur/trainer-fast EM difference by seed: seed 0 -1.0, seed 1 +2.0; mean +0.50",
+    ]
+    one_seed = speed_training._summary([run, dataclasses.replace(run, round=1)], ["concur"])  # rounds of one seed: no seed lines
+    assert one_seed["medians"]["concur"]["em_by_seed"] == {0: 50.0}
+    assert "by seed" not in speed_training._table(one_seed, ["concur"])
 
 
 def test_speed_training_names_a_bad_sharing_list_before_any_work(tmp_path):
