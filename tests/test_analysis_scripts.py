@@ -539,3 +539,34 @@ def test_speed_step_times_an_hf_span_approach_on_fixed_batches_of_windows(monkey
     from concur.approaches import training
 
     assert hf_span_approach.fit is training.fit  # put back after the capture
+
+
+def _gpu_script(tmp_path, parts: str, seeds: str = "") -> subprocess.CompletedProcess[str]:
+    """analysis/speed_gpu.sh with `python3` and `nvidia-smi` stood in for by scripts that log their arguments."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("python3", "nvidia-smi"):
+        (bin_dir / tool).write_text(f'#!/bin/sh\necho "{tool} $*" >> "{tmp_path}/calls.log"\n')
+        (bin_dir / tool).chmod(0o755)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "PARTS": parts, **({"SEEDS": seeds} if seeds else {})}
+    command = ["bash", str(REPO / "analysis" / "speed_gpu.sh"), "DATA", "MINILM", str(tmp_path / "out")]
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+
+
+def test_speed_gpu_runs_the_parts_asked_for_in_their_order(tmp_path):
+    ran = _gpu_script(tmp_path, "parity epochs", seeds="1 2")
+    assert ran.returncode == 0, ran.stderr
+    calls = [line.split()[1] for line in (tmp_path / "calls.log").read_text().splitlines() if line.startswith("python3")]
+    assert calls == [str(REPO / "analysis" / name) for name in ("speed_training.py", "speed_training.py", "speed_readers.py")]
+    seeds = re.findall(r"--seed (\d+) --out \S+/parity-minilm-seed(\d+)\.json", (tmp_path / "calls.log").read_text())
+    assert seeds == [("1", "1"), ("2", "2")]
+    assert ran.stdout.splitlines()[0] == "== parity" and "== epochs" in ran.stdout
+
+
+def test_speed_gpu_names_an_unknown_part_before_any_work(tmp_path):
+    ran = _gpu_script(tmp_path, "training epoch")
+    assert ran.returncode == 2
+    assert ran.stderr.strip() == (
+        "unknown part 'epoch' in PARTS; choose from: attention training readers epochs compile profile parity study"
+    )
+    assert not (tmp_path / "out").exists() and not (tmp_path / "calls.log").exists()
