@@ -34,6 +34,7 @@ from concur.data.mrqa import read_mrqa
 from concur.data.transforms import downsample
 from concur.registry.registry import default_registry
 from concur.registry.specs import ApproachSpec
+from tests.conftest import SHARED_DATA
 
 LOCK_FILE = Path(__file__).parent / "data" / "numerics_lock.json"
 SQUAD_DEV = "mrqa/dev/SQuAD.jsonl.gz"
@@ -86,7 +87,7 @@ def fingerprints(data_dir: Path) -> dict[str, dict[str, list[float]]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--source-dir", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data")
+    parser.add_argument("--source-dir", type=Path, default=SHARED_DATA)
     parser.add_argument("--write", action="store_true", help=f"record the fingerprints in {LOCK_FILE}")
     args = parser.parse_args()
     if not (args.source_dir / SQUAD_DEV).is_file():

@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from concur.registry.registry import default_registry
 from tests import numerics_lock
 from tests.conftest import SHARED_DATA, shared_file
 
@@ -31,7 +32,7 @@ def training_questions():
 @pytest.mark.slow
 @pytest.mark.parametrize("approach", sorted(RECORDED))
 def test_fp32_training_is_the_recorded_one(approach, training_questions, tmp_path):
-    (spec,) = [spec for spec in numerics_lock.locked_approaches() if spec.id == approach]
+    spec = default_registry().approach(approach)
     measured = numerics_lock.fingerprint(spec, training_questions, tmp_path)
     for series, recorded in RECORDED[approach].items():
         now = measured[series]
@@ -51,7 +52,7 @@ def test_fp32_training_is_the_recorded_one(approach, training_questions, tmp_pat
 def test_another_seed_moves_the_losses_far_beyond_the_tolerance(training_questions, monkeypatch, tmp_path):
     """What the lock is for: other weights and dropout masks (here from seed 1) move every step's loss past it a little
     (a model this close to its initialisation scores near log(spans) whatever its weights) and its gradient norm by far."""
-    (rasor,) = [spec for spec in numerics_lock.locked_approaches() if spec.id == "rasor"]
+    rasor = default_registry().approach("rasor")
     real_context = numerics_lock.RunContext
     monkeypatch.setattr(numerics_lock, "RunContext", lambda **fields: real_context(**{**fields, "seed": 1}))
     measured = numerics_lock.fingerprint(rasor, training_questions, tmp_path)
