@@ -14,7 +14,11 @@ bert-base-sized BERT drawn at random, for speed on a GPU) on the same questions:
   PyTorch's dropout instead of its own (concur.approaches.hf_span.attention, .dropout), which
   shows what those buy (on CUDA: PyTorch's own choice of attention backend, cuDNN's included);
 - `concur-cuda-graphs` (only when asked for, CUDA only): concur with `--cuda-graphs`, each batch
-  shape's training piece recorded once as a CUDA graph and replayed (concur.approaches.hf_span.graphs).
+  shape's training piece recorded once as a CUDA graph and replayed (concur.approaches.hf_span.graphs);
+- `concur-trainer-decoding` (only when asked for): concur's training, then its model's answers found
+  as the Trainer script finds them (the tokenizer's overlapping windows, the QA example's post-processing);
+  a seed trains the same model as `concur`'s run of that seed, so the pair of rows separates decoding from
+  training in an EM difference (its eval time includes concur's own prediction as well).
 All three use the spec's hyperparameters (learning rate, batch, warm-up, decay, clipping, Adam's
 epsilon, window length and stride) and the same precision: `auto` is fp32 on the CPU and bf16
 autocast on CUDA (Trainer's `bf16=True`), `bf16` is bf16 autocast on both. Data: SQuAD dev (the
@@ -61,7 +65,7 @@ from concur.approaches.precision import PRECISIONS  # imports neither torch nor 
 
 APPROACH = "minilm-l6"
 SYSTEMS = ("concur", "trainer-fast", "trainer-pad384")
-ABLATIONS = ("concur-stock-kernels", "concur-cuda-graphs")
+ABLATIONS = ("concur-stock-kernels", "concur-cuda-graphs", "concur-trainer-decoding")
 CPU_FEATURES = ("avx512f", "avx512_bf16", "amx_bf16")  # what bf16 on the CPU runs on, recorded with each result
 STEP_LINE = re.compile(r"\bstep (\d+)/(\d+)\b")  # concur.approaches.loss_curve's log line
 STEADY_FROM = 0.25  # the steady rate counts the steps after this share of the run
@@ -437,6 +441,8 @@ def run_concur(config: Config, system: str = "concur") -> Measured:
         loading.register_attention = lambda: "sdpa"  # type: ignore[assignment]
         loading.use_fast_dropout = lambda model: 0  # type: ignore[assignment]
     run = train_and_predict(config, cuda_graphs=system == "concur-cuda-graphs")
+    if system == "concur-trainer-decoding":
+        run = replace(run, predictions=trainer_style_predict(run.model, run.tokenizer, run.test, config))
     report = run.report
     trained = (round(report.train_features * config.hparams["epochs"]), report.optimizer_steps, report.details["fit_seconds"])
     measured = _measured(system, config, run.test, run.predictions, trained, run.started, run.predicting)
@@ -454,6 +460,8 @@ class ConcurRun:
     test: Any  # the test split
     report: Any  # the approach's TrainReport
     predictions: dict[str, str]
+    model: Any  # the fine-tuned model
+    tokenizer: Any
     log: list[tuple[float, str]]  # (perf_counter seconds, line) of every line the job logged
     started: float  # perf_counter when the clock started (the data already read)
     predicting: float  # perf_counter when prediction started
@@ -479,7 +487,7 @@ def train_and_predict(config: Config, cuda_graphs: bool = False) -> ConcurRun:
     report = approach.train(train, context)
     predicting = time.perf_counter()
     predictions = approach.predict(test, context)
-    return ConcurRun(test, report, predictions, log, started, predicting)
+    return ConcurRun(test, report, predictions, approach.fine_tuned.model, approach.fine_tuned.tokenizer, log, started, predicting)
 
 
 def steady_rate(log: list[tuple[float, str]], batch_size: int) -> float:
@@ -647,19 +655,36 @@ def _trainer_train_features(split: Any, tokenizer: Any, hp: dict[str, Any], padd
 
 
 def _trainer_predict(trainer: Any, split: Any, tokenizer: Any, hp: dict[str, Any], padding: str | bool) -> dict[str, str]:
-    """The QA example's post-processing: per question, the best valid span over its windows' n-best starts and ends."""
+    """The QA example's windows through `trainer.predict`, then its post-processing (`trainer_style_answers`)."""
     import numpy as np
 
-    pairs = list(split.questions())
-    encoded = _encode([q.question for _, q in pairs], [p.context for p, _ in pairs], tokenizer, hp, padding)
-    names = [name for name in encoded if name not in ("offset_mapping", "overflow_to_sample_mapping")]
-    features = [{name: encoded[name][index] for name in names} for index in range(len(encoded["input_ids"]))]
+    pairs, encoded, features = _trainer_test_windows(split, tokenizer, hp, padding)
     # With length grouping, Trainer (transformers 5) evaluates in a length-grouped order too and predict()
     # returns the logits in that order; the sampler is seeded, so asking it again gives the order to undo
     order = np.asarray(list(trainer._get_eval_sampler(features)))
     output = trainer.predict(features)
     start_logits, end_logits = (np.empty_like(logits) for logits in output.predictions)
     start_logits[order], end_logits[order] = output.predictions
+    return trainer_style_answers(pairs, encoded, list(start_logits), list(end_logits), hp)
+
+
+def _trainer_test_windows(
+    split: Any, tokenizer: Any, hp: dict[str, Any], padding: str | bool
+) -> tuple[list[Any], Any, list[dict[str, Any]]]:
+    """`(passage and question pairs, the tokenizer's encoding, one model-input dict per window)` of a test split."""
+    pairs = list(split.questions())
+    encoded = _encode([q.question for _, q in pairs], [p.context for p, _ in pairs], tokenizer, hp, padding)
+    names = [name for name in encoded if name not in ("offset_mapping", "overflow_to_sample_mapping")]
+    return pairs, encoded, [{name: encoded[name][index] for name in names} for index in range(len(encoded["input_ids"]))]
+
+
+def trainer_style_answers(
+    pairs: list[Any], encoded: Any, start_logits: list[Any], end_logits: list[Any], hp: dict[str, Any]
+) -> dict[str, str]:
+    """The QA example's post-processing: per question, the best valid span over its windows' n-best starts and ends
+    (both in the context, end not before start, at most `max_answer_length` tokens), scored by the sum of its logits."""
+    import numpy as np
+
     best: dict[str, tuple[float, str]] = {}
     for index, sample in enumerate(encoded["overflow_to_sample_mapping"]):
         passage, question = pairs[sample]
@@ -679,10 +704,33 @@ def _trainer_predict(trainer: Any, split: Any, tokenizer: Any, hp: dict[str, Any
     return {question.qid: best.get(question.qid, (0.0, ""))[1] for _, question in pairs}
 
 
+def trainer_style_predict(model: Any, tokenizer: Any, split: Any, config: Config) -> dict[str, str]:
+    """`model`'s answers as the Trainer script finds them: its windows, batches in order, its post-processing."""
+    import torch
+
+    from concur.approaches.precision import autocast
+
+    hp = config.hparams
+    pairs, encoded, features = _trainer_test_windows(split, tokenizer, hp, False)
+    start_logits: list[Any] = []
+    end_logits: list[Any] = []
+    model.eval()
+    with torch.inference_mode():
+        for first in range(0, len(features), hp["eval_batch_size"]):
+            batch = tokenizer.pad(features[first : first + hp["eval_batch_size"]], return_tensors="pt").to(config.device)
+            with autocast(config.device, config.precision):
+                output = model(**batch)
+            for row, length in enumerate(batch["attention_mask"].sum(dim=1).tolist()):
+                start_logits.append(output.start_logits[row, :length].float().cpu().numpy())
+                end_logits.append(output.end_logits[row, :length].float().cpu().numpy())
+    return trainer_style_answers(pairs, encoded, start_logits, end_logits, hp)
+
+
 CHILDREN: dict[str, Callable[[Config], Measured]] = {
     "concur": run_concur,
     "concur-stock-kernels": lambda config: run_concur(config, "concur-stock-kernels"),
     "concur-cuda-graphs": lambda config: run_concur(config, "concur-cuda-graphs"),
+    "concur-trainer-decoding": lambda config: run_concur(config, "concur-trainer-decoding"),
     "trainer-fast": lambda config: run_trainer(config, pad_to_max=False),
     "trainer-pad384": lambda config: run_trainer(config, pad_to_max=True),
 }

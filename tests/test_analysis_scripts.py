@@ -66,15 +66,18 @@ def test_speed_training_runs_concur_and_both_trainer_settings_on_the_same_questi
     pytest.importorskip("accelerate", reason="transformers' Trainer needs accelerate (pip install 'concur[test]')")
     shared_file("mrqa/dev/SQuAD.jsonl.gz")
     out_file = tmp_path / "speed.json"
+    systems = "concur,trainer-fast,trainer-pad384,concur-trainer-decoding"
     out = _script(
-        tmp_path, "speed_training.py", "--train-questions", "12", "--test-questions", "10", "--batch-size", "8", "--out", str(out_file)
-    )
+        tmp_path, "speed_training.py", "--systems", systems, "--train-questions", "12", "--test-questions", "10", "--batch-size", "8",
+        "--out", str(out_file),
+    )  # fmt: skip
     report = json.loads(out_file.read_text())
     runs = {run["system"]: run for run in report["runs"]}
-    assert sorted(runs) == ["concur", "trainer-fast", "trainer-pad384"]
+    assert sorted(runs) == ["concur", "concur-trainer-decoding", "trainer-fast", "trainer-pad384"]
     assert all(run["eval_questions"] == 10 and run["train_windows"] >= 12 and run["optimizer_steps"] == 2 for run in runs.values())
     assert all(0 <= run["em"] <= run["f1"] <= 100 and run["train_seconds"] > 0 and run["peak_memory_mb"] > 0 for run in runs.values())
-    assert sorted(report["summary"]["ratios"]) == ["concur/trainer-fast", "concur/trainer-pad384"]
+    assert runs["concur-trainer-decoding"]["train_windows"] == runs["concur"]["train_windows"]  # concur's training, decoded otherwise
+    assert sorted(report["summary"]["ratios"]) == ["concur/concur-trainer-decoding", "concur/trainer-fast", "concur/trainer-pad384"]
     assert report["config"]["hparams"]["train_batch_size"] == 8 and report["machine"]["threads"] >= 1
     assert "| concur/trainer-fast |" in out and f"written: {out_file}" in out
 
@@ -321,6 +324,57 @@ def test_random_bert_base_has_bert_base_sizes_and_the_given_tokenizer(tmp_path, 
     assert (config.num_hidden_layers, config.hidden_size, config.num_attention_heads, config.intermediate_size) == (12, 768, 12, 3072)
     assert config.architectures == ["BertForQuestionAnswering"]
     assert AutoTokenizer.from_pretrained(directory).get_vocab() == AutoTokenizer.from_pretrained(weights).get_vocab()
+
+
+def test_trainer_style_answers_pick_the_best_valid_span_over_a_questions_windows(monkeypatch):
+    """The highest start lies in the question and the highest pair is too long; the best valid span wins, across windows."""
+    from transformers import AutoTokenizer
+
+    from concur.data.model import Passage, Question
+
+    speed_training = _load_script(monkeypatch, "speed_training")
+    tokenizer = AutoTokenizer.from_pretrained(speed_training._shipped_weights())
+    context = "the red fox jumps over the lazy dog near the old mill"
+    question = Question(qid="q1", question="who jumps?", answers=["the red fox"], detected_answers=[])
+    pairs = [(Passage(context=context, qas=[question]), question)]
+    hp = {"max_seq_length": 16, "doc_stride": 4, "n_best_size": 3, "max_answer_length": 3}
+    encoded = speed_training._encode([question.question], [context], tokenizer, hp, False)
+    assert len(encoded["input_ids"]) > 1  # 12 context tokens read through windows of 10
+    sequence = encoded.sequence_ids(0)  # [CLS] who jumps ? [SEP] the red fox ... [SEP]
+    first = sequence.index(1)
+    starts = [np.zeros(len(ids)) for ids in encoded["input_ids"]]
+    ends = [np.zeros(len(ids)) for ids in encoded["input_ids"]]
+    starts[0][1] = 9.0  # "who": in the question, never a start
+    starts[0][first] = 5.0  # "the"
+    ends[0][first + 5] = 6.0  # "the red fox jumps over the": 6 tokens, over max_answer_length
+    ends[0][first + 2] = 4.0  # "the red fox": 9.0 in all
+    starts[1][sequence.index(1)] = 1.0  # another window's best valid span scores lower
+    ends[1][sequence.index(1)] = 1.0
+    assert speed_training.trainer_style_answers(pairs, encoded, starts, ends, hp) == {"q1": "the red fox"}
+    starts[1][sequence.index(1)] = 9.5  # now that window's one-token span scores 10.5
+    (window_1_start,) = [offset for offset, part in zip(encoded["offset_mapping"][1], encoded.sequence_ids(1)) if part == 1][:1]
+    assert speed_training.trainer_style_answers(pairs, encoded, starts, ends, hp) == {"q1": context[window_1_start[0] : window_1_start[1]]}
+
+
+@pytest.mark.slow
+def test_trainer_style_decoding_finds_concurs_answers_where_each_question_has_one_window(monkeypatch):
+    """Same model, same logits up to float noise: where a question's passage fits in one window the two decoders agree
+    (concur's max-context rule and its stride only matter across windows), so the ablation measures decoding alone."""
+    shared_file("mrqa/dev/SQuAD.jsonl.gz")
+    speed_training = _load_script(monkeypatch, "speed_training")
+    from concur.registry.registry import default_registry
+
+    hparams = {**default_registry().approach("minilm-l6").hparams, "train_batch_size": 8, "epochs": 1.0}
+    data = speed_training.squad_dev_path([SHARED_DATA])
+    config = speed_training.Config(str(data), str(speed_training._shipped_weights()), 16, 40, hparams, "fp32", "cpu", 2, 0)
+    run = speed_training.train_and_predict(config)
+    theirs = speed_training.trainer_style_predict(run.model, run.tokenizer, run.test, config)
+    pairs, encoded, _ = speed_training._trainer_test_windows(run.test, run.tokenizer, hparams, False)
+    windows = np.bincount(encoded["overflow_to_sample_mapping"], minlength=len(pairs))
+    single = [question.qid for (_, question), count in zip(pairs, windows) if count == 1]
+    assert len(single) >= 30 and sorted(theirs) == sorted(run.predictions)
+    assert {qid: theirs[qid] for qid in single} == {qid: run.predictions[qid] for qid in single}
+    assert sum(1 for qid in single if run.predictions[qid]) == len(single)  # every answer found, not two empty strings agreeing
 
 
 def test_speed_training_starts_concurs_clock_after_the_imports_a_forked_worker_finds_done():

@@ -118,6 +118,13 @@ class HFSpanApproach:
             },
         )
 
+    @property
+    def fine_tuned(self) -> LoadedModel:
+        """The model `train()` fine-tuned, with its tokenizer (for tools that read its outputs otherwise)."""
+        if self._loaded is None:
+            raise ConcurError(f"approach {self.spec.id!r}: there is no fine-tuned model before train() has run")
+        return self._loaded
+
     def predict(self, test: Split, context: RunContext) -> dict[str, str]:
         import torch
 
