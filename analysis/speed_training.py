@@ -18,7 +18,10 @@ bert-base-sized BERT drawn at random, for speed on a GPU) on the same questions:
 - `concur-trainer-decoding` (only when asked for): concur's training, then its model's answers found
   as the Trainer script finds them (the tokenizer's overlapping windows, the QA example's post-processing);
   a seed trains the same model as `concur`'s run of that seed, so the pair of rows separates decoding from
-  training in an EM difference (its eval time includes concur's own prediction as well).
+  training in an EM difference (its eval time includes concur's own prediction as well);
+- `concur-trainer-order` (only when asked for): concur with its training batches in the order Trainer's
+  length-grouped sampler gives them (`trainer_order_batches`: the same pools sorted by length, but the
+  batches not shuffled across pools) instead of concur's shuffled batches.
 All three use the spec's hyperparameters (learning rate, batch, warm-up, decay, clipping, Adam's
 epsilon, window length and stride) and the same precision: `auto` is fp32 on the CPU and bf16
 autocast on CUDA (Trainer's `bf16=True`), `bf16` is bf16 autocast on both. Data: SQuAD dev (the
@@ -65,7 +68,7 @@ from concur.approaches.precision import PRECISIONS  # imports neither torch nor 
 
 APPROACH = "minilm-l6"
 SYSTEMS = ("concur", "trainer-fast", "trainer-pad384")
-ABLATIONS = ("concur-stock-kernels", "concur-cuda-graphs", "concur-trainer-decoding")
+ABLATIONS = ("concur-stock-kernels", "concur-cuda-graphs", "concur-trainer-decoding", "concur-trainer-order")
 CPU_FEATURES = ("avx512f", "avx512_bf16", "amx_bf16")  # what bf16 on the CPU runs on, recorded with each result
 STEP_LINE = re.compile(r"\bstep (\d+)/(\d+)\b")  # concur.approaches.loss_curve's log line
 STEADY_FROM = 0.25  # the steady rate counts the steps after this share of the run
@@ -440,6 +443,10 @@ def run_concur(config: Config, system: str = "concur") -> Measured:
 
         loading.register_attention = lambda: "sdpa"  # type: ignore[assignment]
         loading.use_fast_dropout = lambda model: 0  # type: ignore[assignment]
+    if system == "concur-trainer-order":
+        from concur.approaches import training
+
+        training.length_grouped_batches = trainer_order_batches  # type: ignore[assignment]
     run = train_and_predict(config, cuda_graphs=system == "concur-cuda-graphs")
     if system == "concur-trainer-decoding":
         run = replace(run, predictions=trainer_style_predict(run.model, run.tokenizer, run.test, config))
@@ -465,6 +472,23 @@ class ConcurRun:
     log: list[tuple[float, str]]  # (perf_counter seconds, line) of every line the job logged
     started: float  # perf_counter when the clock started (the data already read)
     predicting: float  # perf_counter when prediction started
+
+
+def trainer_order_batches(lengths: Any, batch_size: int, rng: Any) -> list[Any]:
+    """One epoch's batches in the order transformers' `LengthGroupedSampler` gives them (concur's
+    `length_grouped_batches` contract): a random permutation cut into pools of up to 50 batches (fewer when
+    that leaves under 4 pools), each pool sorted longest first, the longest window of all swapped to the
+    front, then the pools one after another. concur cuts the same pools and shuffles the batches as well."""
+    import numpy as np
+
+    pool = max(1, min(len(lengths) // (batch_size * 4), 50)) * batch_size
+    order = rng.permutation(len(lengths))
+    pools = [order[first : first + pool] for first in range(0, len(order), pool)]
+    pools = [members[np.argsort(-lengths[members], kind="stable")] for members in pools]
+    longest = int(np.argmax([lengths[members[0]] for members in pools]))
+    pools[0][0], pools[longest][0] = pools[longest][0], pools[0][0]
+    flat = np.concatenate(pools)
+    return [flat[start : start + batch_size] for start in range(0, len(flat), batch_size)]
 
 
 def train_and_predict(config: Config, cuda_graphs: bool = False) -> ConcurRun:
@@ -731,6 +755,7 @@ CHILDREN: dict[str, Callable[[Config], Measured]] = {
     "concur-stock-kernels": lambda config: run_concur(config, "concur-stock-kernels"),
     "concur-cuda-graphs": lambda config: run_concur(config, "concur-cuda-graphs"),
     "concur-trainer-decoding": lambda config: run_concur(config, "concur-trainer-decoding"),
+    "concur-trainer-order": lambda config: run_concur(config, "concur-trainer-order"),
     "trainer-fast": lambda config: run_trainer(config, pad_to_max=False),
     "trainer-pad384": lambda config: run_trainer(config, pad_to_max=True),
 }

@@ -326,6 +326,20 @@ def test_random_bert_base_has_bert_base_sizes_and_the_given_tokenizer(tmp_path, 
     assert AutoTokenizer.from_pretrained(directory).get_vocab() == AutoTokenizer.from_pretrained(weights).get_vocab()
 
 
+def test_trainer_order_batches_keep_the_pools_in_turn_longest_first_with_the_longest_window_at_the_front(monkeypatch):
+    speed_training = _load_script(monkeypatch, "speed_training")
+
+    class Unshuffled:  # the permutation is the identity, so the pools are windows 0-3, 4-7, 8-11, 12-15
+        def permutation(self, n):
+            return np.arange(n)
+
+    lengths = np.array([3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3])
+    batches = speed_training.trainer_order_batches(lengths, 2, Unshuffled())  # 16 // (2 * 4) = 2 batches a pool
+    # pools sorted longest first (ties in order): [2, 0, 1, 3], [5, 7, 4, 6], [11, 8, 10, 9], [12, 14, 13, 15];
+    # window 5 (length 9, the first of the longest) swaps places with window 2 at the front
+    assert [batch.tolist() for batch in batches] == [[5, 0], [1, 3], [2, 7], [4, 6], [11, 8], [10, 9], [12, 14], [13, 15]]
+
+
 def test_trainer_style_answers_pick_the_best_valid_span_over_a_questions_windows(monkeypatch):
     """The highest start lies in the question and the highest pair is too long; the best valid span wins, across windows."""
     from transformers import AutoTokenizer
