@@ -195,6 +195,15 @@ def test_impossible_hyperparameters_are_named(tmp_path, model_dir):
         HFSpanApproach(spec, hparams)
 
 
+def test_an_untrained_approach_has_no_model_to_give_or_predict_with(tmp_path, model_dir, babi):
+    spec = make_spec(tmp_path, {"path": str(model_dir)})
+    approach = build_approach(spec, spec.hparams)
+    with pytest.raises(ConcurError, match=r"approach 'tiny-bert': there is no fine-tuned model before train\(\) has run"):
+        approach.fine_tuned  # noqa: B018 (the property raises)
+    with pytest.raises(ConcurError, match=r"approach 'tiny-bert': predict\(\) needs a fine-tuned model; call train\(\) first"):
+        approach.predict(subset(babi[1], 2), run_context(tmp_path))
+
+
 # --- training and prediction ---------------------------------------------------------------
 
 
