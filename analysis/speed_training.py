@@ -65,6 +65,7 @@ import round_ratios
 from carved_squad import carved_squad, squad_dev_path
 
 from concur.approaches.precision import PRECISIONS  # imports neither torch nor transformers
+from concur.errors import closest
 
 APPROACH = "minilm-l6"
 SYSTEMS = ("concur", "trainer-fast", "trainer-pad384")
@@ -171,10 +172,14 @@ def main() -> None:
         config = Config(**json.loads(args.config))
         print(json.dumps(asdict(CHILDREN[args.child](config))))
         return
-    systems = args.systems.split(",")
-    unknown = sorted(set(systems) - set(SYSTEMS + ABLATIONS))
+    systems = [name.strip() for name in args.systems.split(",") if name.strip()]
+    known = SYSTEMS + ABLATIONS
+    if not systems:
+        raise SystemExit(f"--systems names no system; choose from {', '.join(known)}")
+    unknown = sorted(set(systems) - set(known))
     if unknown:
-        raise SystemExit(f"unknown system {', '.join(unknown)}; choose from {', '.join(SYSTEMS + ABLATIONS)}")
+        hints = [f"{name!r} (did you mean {hint!r}?)" if (hint := closest(name, known)) else repr(name) for name in unknown]
+        raise SystemExit(f"unknown system {', '.join(hints)}; choose from {', '.join(known)}")
     if "concur-cuda-graphs" in systems and not args.device.startswith("cuda"):
         raise SystemExit(f"concur-cuda-graphs records CUDA graphs: it needs --device cuda, not {args.device}")
     with tempfile.TemporaryDirectory(prefix="speed-training-") as scratch:

@@ -304,6 +304,23 @@ def test_speed_step_times_a_reader_on_fixed_batches_and_the_comparison_runs_it(t
     assert report["fixed_batches"] is True and len(report["runs"]) == 1 and report["runs"][0]["train_rate"] > 0
 
 
+@pytest.mark.parametrize(
+    ("systems", "error"),
+    [
+        ("concur,concur-trainer-ordr", "unknown system 'concur-trainer-ordr' (did you mean 'concur-trainer-order'?); choose from "),
+        (" , ", "--systems names no system; choose from "),
+    ],
+)
+def test_speed_training_names_a_wrong_or_empty_system_list_in_one_line_before_any_work(tmp_path, systems, error):
+    ran = subprocess.run(
+        [sys.executable, str(REPO / "analysis" / "speed_training.py"), "--systems", systems, "--out", str(tmp_path / "out.json")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert ran.returncode == 1 and ran.stdout == "" and "Traceback" not in ran.stderr
+    assert ran.stderr.startswith(error) and len(ran.stderr.strip().splitlines()) == 1
+    assert ran.stderr.strip().endswith("concur-trainer-decoding, concur-trainer-order") and not (tmp_path / "out.json").exists()
+
+
 @pytest.mark.parametrize("script", ["speed_step.py", "speed_readers.py", "speed_predict_batches.py"])
 def test_speed_scripts_name_an_unknown_reader_in_one_line_before_any_work(tmp_path, script):
     ran = subprocess.run(
