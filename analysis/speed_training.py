@@ -486,10 +486,10 @@ def trainer_order_batches(lengths: Any, batch_size: int, rng: Any) -> list[Any]:
     front, then the pools one after another. concur cuts the same pools and shuffles the batches as well."""
     import numpy as np
 
+    from concur.approaches.batches import length_sorted_pools
+
     pool = max(1, min(len(lengths) // (batch_size * 4), 50)) * batch_size
-    order = rng.permutation(len(lengths))
-    pools = [order[first : first + pool] for first in range(0, len(order), pool)]
-    pools = [members[np.argsort(-lengths[members], kind="stable")] for members in pools]
+    pools = length_sorted_pools(lengths, rng.permutation(len(lengths)), pool)
     longest = int(np.argmax([lengths[members[0]] for members in pools]))
     pools[0][0], pools[longest][0] = pools[longest][0], pools[0][0]
     flat = np.concatenate(pools)

@@ -19,14 +19,15 @@ def length_grouped_batches(lengths: np.ndarray, batch_size: int, rng: np.random.
     """One epoch of training batches: shuffle, sort pools of ~50 batches by length, cut, shuffle the batches."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
-    order = rng.permutation(len(lengths))
-    pool = batch_size * MEGABATCH_FACTOR
-    batches: list[np.ndarray] = []
-    for first in range(0, len(order), pool):
-        members = order[first : first + pool]
-        members = members[np.argsort(-lengths[members], kind="stable")]
-        batches.extend(members[start : start + batch_size] for start in range(0, len(members), batch_size))
+    pools = length_sorted_pools(lengths, rng.permutation(len(lengths)), batch_size * MEGABATCH_FACTOR)
+    batches = [members[start : start + batch_size] for members in pools for start in range(0, len(members), batch_size)]
     return [batches[i] for i in rng.permutation(len(batches))]
+
+
+def length_sorted_pools(lengths: np.ndarray, order: np.ndarray, pool_size: int) -> list[np.ndarray]:
+    """`order` cut into consecutive pools of `pool_size`, each sorted longest first (ties keep their order)."""
+    pools = [order[first : first + pool_size] for first in range(0, len(order), pool_size)]
+    return [members[np.argsort(-lengths[members], kind="stable")] for members in pools]
 
 
 def sorted_batches(lengths: np.ndarray, batch_size: int, max_tokens: int | None = None) -> list[np.ndarray]:
