@@ -62,6 +62,7 @@ from pathlib import Path
 from typing import Any
 
 import round_ratios
+import seed_parity
 from carved_squad import carved_squad, squad_dev_path
 
 from concur.approaches.precision import PRECISIONS  # imports neither torch nor transformers
@@ -329,7 +330,7 @@ def _summary(runs: list[Measured], systems: list[str]) -> dict[str, Any]:
             "setup_seconds": statistics.median(run.setup_seconds for run in mine),
             "peak_memory_mb": statistics.median(run.peak_memory_mb for run in mine),
             "em": statistics.median(run.em for run in mine),
-            "em_by_seed": _em_by_seed(mine),
+            "em_by_seed": seed_parity.by_seed(map(asdict, mine), system),
             "f1": statistics.median(run.f1 for run in mine),
             "optimizer_steps": statistics.median(run.optimizer_steps for run in mine),
         }
@@ -343,24 +344,13 @@ def _summary(runs: list[Measured], systems: list[str]) -> dict[str, Any]:
                 "eval": ours["eval_questions_per_s"] / theirs["eval_questions_per_s"],
                 "total": theirs["total_seconds"] / ours["total_seconds"],
                 "em_difference": ours["em"] - theirs["em"],
-                "em_difference_by_seed": _em_differences(ours["em_by_seed"], theirs["em_by_seed"]),
+                "em_difference_by_seed": seed_parity.paired(ours["em_by_seed"], theirs["em_by_seed"]),
                 "by_round": {
                     name: round_ratios.by_round(_per_round(runs, "concur", measure), _per_round(runs, other, measure))
                     for name, measure in BY_ROUND.items()
                 },
             }
     return {"medians": medians, "ratios": ratios}
-
-
-def _em_by_seed(runs: list[Measured]) -> dict[int, float]:
-    """One system's EM per seed (the median where a seed ran several rounds)."""
-    seeds = sorted({run.seed for run in runs})
-    return {seed: statistics.median(run.em for run in runs if run.seed == seed) for seed in seeds}
-
-
-def _em_differences(mine: dict[int, float], theirs: dict[int, float]) -> dict[int, float]:
-    """mine[s] - theirs[s] over the seeds both ran: parity judged seed by seed, not across seeds."""
-    return {seed: mine[seed] - theirs[seed] for seed in sorted(mine.keys() & theirs.keys())}
 
 
 def _per_round(runs: list[Measured], system: str, measure: Callable[[Measured], float]) -> dict[int, float]:
@@ -398,16 +388,8 @@ def _seed_lines(summary: dict[str, Any], systems: list[str]) -> list[str]:
     """With several seeds: each system's EM by seed with their mean and standard deviation, then each EM difference by seed."""
     if len(summary["medians"][systems[0]]["em_by_seed"]) < 2:
         return []
-    lines = []
-    for system in systems:
-        ems = summary["medians"][system]["em_by_seed"]
-        by_seed = ", ".join(f"seed {seed} {em:.1f}" for seed, em in ems.items())
-        lines.append(f"{system} EM by seed: {by_seed}; mean {statistics.mean(ems.values()):.2f}, sd {statistics.stdev(ems.values()):.2f}")
-    for name, ratio in summary["ratios"].items():
-        differences = ratio["em_difference_by_seed"]
-        by_seed = ", ".join(f"seed {seed} {difference:+.1f}" for seed, difference in differences.items())
-        lines.append(f"{name} EM difference by seed: {by_seed}; mean {statistics.mean(differences.values()):+.2f}")
-    return lines
+    by_system = [seed_parity.system_line(system, summary["medians"][system]["em_by_seed"]) for system in systems]
+    return by_system + [seed_parity.difference_line(name, ratio["em_difference_by_seed"]) for name, ratio in summary["ratios"].items()]
 
 
 def _steady(medians: dict[str, Any]) -> str:

@@ -464,11 +464,12 @@ def test_speed_training_pairs_em_by_seed_when_each_round_has_its_own(monkeypatch
     ]
     summary = speed_training._summary(runs, ["concur", "trainer-fast"])
     assert summary["medians"]["concur"]["em_by_seed"] == {0: 50.0, 1: 54.0}
-    assert summary["ratios"]["concur/trainer-fast"]["em_difference_by_seed"] == {0: -1.0, 1: 2.0}
+    assert summary["ratios"]["concur/trainer-fast"]["em_difference_by_seed"]["by_seed"] == {0: -1.0, 1: 2.0}
     assert speed_training._table(summary, ["concur", "trainer-fast"]).splitlines()[-3:] == [
         "concur EM by seed: seed 0 50.0, seed 1 54.0; mean 52.00, sd 2.83",  # sd: sqrt(((-2)^2 + 2^2) / 1)
         "trainer-fast EM by seed: seed 0 51.0, seed 1 52.0; mean 51.50, sd 0.71",
-        "concur/trainer-fast EM difference by seed: seed 0 -1.0, seed 1 +2.0; mean +0.50",
+        # differences -1 and +2: sd 2.12, standard error 1.5, t(0.975, 1 df) = 12.706, so +0.50 -+ 19.06
+        "concur/trainer-fast EM difference by seed: seed 0 -1.0, seed 1 +2.0; mean +0.50, 95% interval -18.56 to +19.56",
     ]
     one_seed = speed_training._summary([run, dataclasses.replace(run, round=1)], ["concur"])  # rounds of one seed: no seed lines
     assert one_seed["medians"]["concur"]["em_by_seed"] == {0: 50.0}
@@ -655,3 +656,56 @@ def test_speed_gpu_names_an_unknown_part_before_any_work(tmp_path):
         "unknown part 'epoch' in PARTS; choose from: attention training readers epochs compile profile parity study"
     )
     assert not (tmp_path / "out").exists() and not (tmp_path / "calls.log").exists()
+
+
+def _speed_training_json(path: Path, ems: dict[tuple[str, int], tuple[float, float]], test_questions: int = 2093) -> Path:
+    """A speed_training.py result holding only what seed_parity.py reads: its config and each run's system, seed, EM, F1."""
+    config = {"train_questions": 8414, "test_questions": test_questions, "hparams": {"epochs": 1.0}, "precision": "bf16", "device": "cpu"}
+    runs = [{"system": system, "seed": seed, "em": em, "f1": f1} for (system, seed), (em, f1) in ems.items()]
+    path.write_text(json.dumps({"machine": {"device": "AMD EPYC", "commit": "abc1234"}, "config": config, "runs": runs}))
+    return path
+
+
+def test_seed_parity_pools_the_seeds_of_two_runs_and_pairs_each_difference_with_a_t_interval(tmp_path):
+    """EM differences -1, +2, +2: mean 1.00, sd sqrt(3), standard error 1.0, t(0.975, 2 df) = 4.3027, so 1.00 -+ 4.30.
+    F1 differences -1, +2, 0: mean 0.33, sd 1.528, standard error 0.882, so 0.33 -+ 3.79."""
+    first = _speed_training_json(
+        tmp_path / "seeds01.json",
+        {("concur", 0): (50.0, 60.0), ("trainer-fast", 0): (51.0, 61.0), ("concur", 1): (54.0, 63.0), ("trainer-fast", 1): (52.0, 61.0)},
+    )
+    second = _speed_training_json(tmp_path / "seed2.json", {("concur", 2): (55.0, 64.0), ("trainer-fast", 2): (53.0, 64.0)})
+    out = tmp_path / "parity" / "summary.json"
+    ran = subprocess.run(
+        [sys.executable, str(REPO / "analysis" / "seed_parity.py"), str(first), str(second), "--out", str(out)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.splitlines()[:4] == [
+        "concur EM by seed: seed 0 50.0, seed 1 54.0, seed 2 55.0; mean 53.00, sd 2.65",
+        "trainer-fast EM by seed: seed 0 51.0, seed 1 52.0, seed 2 53.0; mean 52.00, sd 1.00",
+        "concur/trainer-fast EM difference by seed: seed 0 -1.0, seed 1 +2.0, seed 2 +2.0; mean +1.00, 95% interval -3.30 to +5.30",
+        "concur/trainer-fast F1 difference by seed: seed 0 -1.0, seed 1 +2.0, seed 2 +0.0; mean +0.33, 95% interval -3.46 to +4.13",
+    ]
+    written = json.loads(out.read_text())
+    em = written["differences"]["concur/trainer-fast"]["em"]
+    assert em["by_seed"] == {"0": -1.0, "1": 2.0, "2": 2.0} and em["sd"] == pytest.approx(3**0.5)
+    assert em["interval"] == pytest.approx([1 - 4.302653, 1 + 4.302653], abs=1e-6)  # standard error sqrt(3) / sqrt(3)
+    assert [machine["file"] for machine in written["machines"]] == [str(first), str(second)]
+
+
+def test_seed_parity_refuses_to_pool_runs_of_different_settings_and_names_a_missing_system(tmp_path):
+    first = _speed_training_json(tmp_path / "a.json", {("concur", 0): (50.0, 60.0), ("trainer-fast", 0): (51.0, 61.0)})
+    other = _speed_training_json(tmp_path / "b.json", {("concur", 1): (52.0, 62.0)}, test_questions=500)
+    script = str(REPO / "analysis" / "seed_parity.py")
+    out = tmp_path / "out.json"
+    ran = subprocess.run([sys.executable, script, str(first), str(other), "--out", str(out)], capture_output=True, text=True)
+    assert ran.returncode == 1 and "Traceback" not in ran.stderr and not out.exists()
+    assert ran.stderr.strip() == (
+        f"{other}: its runs differ from {first}'s in test_questions (500 against 2093); pool only runs of one setting"
+    )
+    ran = subprocess.run([sys.executable, script, str(first), "--against", "trainer-fats"], capture_output=True, text=True)
+    assert ran.returncode == 1
+    assert ran.stderr.strip() == "no runs of 'trainer-fats' (did you mean 'trainer-fast'?); the runs hold concur, trainer-fast"
+    (tmp_path / "broken.json").write_text("{")
+    ran = subprocess.run([sys.executable, script, str(tmp_path / "broken.json")], capture_output=True, text=True)
+    assert ran.returncode == 1 and ran.stderr.startswith(f"{tmp_path / 'broken.json'}: not a speed_training.py result (JSONDecodeError")
