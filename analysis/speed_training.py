@@ -39,7 +39,7 @@ clocks start after the imports a forked concur worker finds done (`import_before
 results as JSON (`--out`) and prints a table with concur's ratios. With `--new-seed-each-round`, round r runs
 with seed `--seed` + r (head initialisation, dropout, batch order; the questions are the same whenever they are
 the whole carved split), so EM parity is measured over seeds: each seed's EM difference, and the seed spread of
-every system's EM to judge it by.
+every system's EM to judge it by (`seed_parity.py` pools the seeds of several runs' JSON).
 Trainer needs `accelerate` (in concur's `test` extra: `pip install -e '.[test,minilm]'`).
 """
 
