@@ -24,6 +24,8 @@ from concur.errors import closest
 # What must agree between two runs whose seeds are pooled (config fields of speed_training.py's JSON).
 SAME_SETTING = ("train_questions", "test_questions", "hparams", "precision", "device")
 CONFIDENCE = 0.95
+# What seed_parity.py reads of each run, and the types it must have.
+RUN_FIELDS: dict[str, type | tuple[type, ...]] = {"system": str, "seed": int, "em": (int, float), "f1": (int, float)}
 
 
 def by_seed(runs: Iterable[Mapping[str, Any]], system: str, measure: str = "em") -> dict[int, float]:
@@ -59,9 +61,9 @@ def system_line(system: str, values: Mapping[int, float], measure: str = "EM") -
 
 def difference_line(name: str, difference: Mapping[str, Any], measure: str = "EM") -> str:
     """`concur/trainer-fast EM difference by seed: seed 0 -1.0, seed 1 +2.0; mean +0.50, 95% interval -18.56 to +19.56`."""
-    listed = ", ".join(f"seed {seed} {value:+.1f}" for seed, value in difference["by_seed"].items())
     if difference["mean"] is None:
         return f"{name} {measure} difference by seed: no seed in common"
+    listed = ", ".join(f"seed {seed} {value:+.1f}" for seed, value in difference["by_seed"].items())
     interval = difference["interval"]
     within = f", {CONFIDENCE:.0%} interval {interval[0]:+.2f} to {interval[1]:+.2f}" if interval else ""
     return f"{name} {measure} difference by seed: {listed}; mean {difference['mean']:+.2f}{within}"
@@ -86,9 +88,22 @@ def pooled_runs(paths: list[Path]) -> tuple[list[dict[str, Any]], list[dict[str,
                     f"{path}: its runs differ from {first[0]}'s in {field} ({config.get(field)!r} against {first[1].get(field)!r}); "
                     "pool only runs of one setting"
                 )
+        for index, run in enumerate(file_runs):
+            if (problem := _run_problem(run)) is not None:
+                raise SystemExit(f"{path}: run {index}: {problem}")
         runs.extend(file_runs)
         machines.append({"file": str(path), **report.get("machine", {})})
     return runs, machines
+
+
+def _run_problem(run: Any) -> str | None:
+    """Why one run of a results file cannot be read (a field missing or of the wrong type), or None."""
+    if not isinstance(run, dict):
+        return f"expected an object, got {run!r}"
+    for field, kind in RUN_FIELDS.items():
+        if not isinstance(run.get(field), kind):
+            return f"field {field!r} is {run.get(field)!r}"
+    return None
 
 
 def summary(runs: list[dict[str, Any]], against: str) -> dict[str, Any]:

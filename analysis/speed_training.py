@@ -73,6 +73,8 @@ SYSTEMS = ("concur", "trainer-fast", "trainer-pad384")
 ABLATIONS = ("concur-stock-kernels", "concur-cuda-graphs", "concur-trainer-decoding", "concur-trainer-order")
 CPU_FEATURES = ("avx512f", "avx512_bf16", "amx_bf16")  # what bf16 on the CPU runs on, recorded with each result
 STEP_LINE = re.compile(r"\bstep (\d+)/(\d+)\b")  # concur.approaches.loss_curve's log line
+# transformers' LengthGroupedSampler: pools of at most 50 batches, fewer when that would leave under 4 pools.
+TRAINER_POOL_BATCHES, TRAINER_MIN_POOLS = 50, 4
 STEADY_FROM = 0.25  # the steady rate counts the steps after this share of the run
 
 
@@ -470,7 +472,7 @@ def trainer_order_batches(lengths: Any, batch_size: int, rng: Any) -> list[Any]:
 
     from concur.approaches.batches import length_sorted_pools
 
-    pool = max(1, min(len(lengths) // (batch_size * 4), 50)) * batch_size
+    pool = max(1, min(len(lengths) // (batch_size * TRAINER_MIN_POOLS), TRAINER_POOL_BATCHES)) * batch_size
     pools = length_sorted_pools(lengths, rng.permutation(len(lengths)), pool)
     longest = int(np.argmax([lengths[members[0]] for members in pools]))
     pools[0][0], pools[longest][0] = pools[longest][0], pools[0][0]

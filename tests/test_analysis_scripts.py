@@ -709,3 +709,7 @@ def test_seed_parity_refuses_to_pool_runs_of_different_settings_and_names_a_miss
     (tmp_path / "broken.json").write_text("{")
     ran = subprocess.run([sys.executable, script, str(tmp_path / "broken.json")], capture_output=True, text=True)
     assert ran.returncode == 1 and ran.stderr.startswith(f"{tmp_path / 'broken.json'}: not a speed_training.py result (JSONDecodeError")
+    no_em = _speed_training_json(tmp_path / "no-em.json", {("concur", 0): (50.0, 60.0)})
+    no_em.write_text(no_em.read_text().replace('"em": 50.0, ', ""))
+    ran = subprocess.run([sys.executable, script, str(no_em), "--against", "concur"], capture_output=True, text=True)
+    assert ran.returncode == 1 and ran.stderr.strip() == f"{no_em}: run 0: field 'em' is None"
