@@ -22,7 +22,9 @@ from typing import Any
 from concur.errors import closest
 
 # What must agree between two runs whose seeds are pooled (config fields of speed_training.py's JSON).
-SAME_SETTING = ("train_questions", "test_questions", "hparams", "precision", "device")
+SAME_SETTING = ("benchmark", "train_questions", "test_questions", "hparams", "precision", "device")
+# A field that older results lack, and the value every one of them had: before --benchmark, all ran on squad-dev-carved.
+FIELD_BEFORE_IT_WAS_RECORDED = {"benchmark": "squad-dev-carved"}
 CONFIDENCE = 0.95
 # What seed_parity.py reads of each run, and the types it must have.
 RUN_FIELDS: dict[str, type | tuple[type, ...]] = {"system": str, "seed": int, "em": (int, float), "f1": (int, float)}
@@ -83,10 +85,10 @@ def pooled_runs(paths: list[Path]) -> tuple[list[dict[str, Any]], list[dict[str,
         if first is None:
             first = (path, config)
         for field in SAME_SETTING:
-            if config.get(field) != first[1].get(field):
+            mine, theirs = _setting(config, field), _setting(first[1], field)
+            if mine != theirs:
                 raise SystemExit(
-                    f"{path}: its runs differ from {first[0]}'s in {field} ({config.get(field)!r} against {first[1].get(field)!r}); "
-                    "pool only runs of one setting"
+                    f"{path}: its runs differ from {first[0]}'s in {field} ({mine!r} against {theirs!r}); pool only runs of one setting"
                 )
         for index, run in enumerate(file_runs):
             if (problem := _run_problem(run)) is not None:
@@ -94,6 +96,10 @@ def pooled_runs(paths: list[Path]) -> tuple[list[dict[str, Any]], list[dict[str,
         runs.extend(file_runs)
         machines.append({"file": str(path), **report.get("machine", {})})
     return runs, machines
+
+
+def _setting(config: Mapping[str, Any], field: str) -> Any:
+    return config.get(field, FIELD_BEFORE_IT_WAS_RECORDED.get(field))
 
 
 def _run_problem(run: Any) -> str | None:

@@ -1,8 +1,8 @@
 """Seconds an hf-span job spends making its windows: the first job of a cell, and the others (from the cache).
 
-Run: `python analysis/speed_features.py [--approach minilm-l6] [--source-dir DATA]`.
-Data: the `squad-dev-carved` sides (8,414 training and 2,093 test questions of the MRQA SQuAD
-dev file, carved by passage). Each side is windowed three times with the approach's tokenizer
+Run: `python analysis/speed_features.py [--approach minilm-l6] [--benchmark squad-dev-carved] [--source-dir DATA]`.
+Data: the benchmark's two sides (by default `squad-dev-carved`'s 8,414 training and 2,093 test
+questions of the MRQA SQuAD dev file, carved by passage). Each side is windowed three times with the approach's tokenizer
 and geometry: without a cache (what every job did before), into an empty cache (the first job
 of a cell: windows plus writing them), and from that cache (every other job of the cell).
 """
@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from carved_squad import carved_squad, squad_dev_path
+from benchmark_sides import DEFAULT_BENCHMARK, benchmark_sides
 
 from concur.approaches.hf_span.feature_cache import predict_features, train_features
 from concur.approaches.hf_span.hparams import HFSpanHParams
@@ -26,9 +26,11 @@ from concur.registry.registry import default_registry
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--approach", default="minilm-l6")
+    parser.add_argument("--benchmark", default=DEFAULT_BENCHMARK)
     parser.add_argument("--source-dir", type=Path, action="append", default=[])
     args = parser.parse_args()
-    train, test = carved_squad(squad_dev_path(args.source_dir))
+    with tempfile.TemporaryDirectory() as data_dir:
+        train, test = benchmark_sides(args.benchmark, args.source_dir, Path(data_dir))
     spec = default_registry().approach(args.approach)
     hparams = HFSpanHParams(**spec.hparams)
     tokenizer = load_pretrained(spec, None, lambda line: None).tokenizer

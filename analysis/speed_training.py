@@ -24,9 +24,10 @@ bert-base-sized BERT drawn at random, for speed on a GPU) on the same questions:
   batches not shuffled across pools) instead of concur's shuffled batches.
 All three use the spec's hyperparameters (learning rate, batch, warm-up, decay, clipping, Adam's
 epsilon, window length and stride) and the same precision: `auto` is fp32 on the CPU and bf16
-autocast on CUDA (Trainer's `bf16=True`), `bf16` is bf16 autocast on both. Data: SQuAD dev (the
-MRQA file in ../shared/data or --source-dir) carved by passage as the `squad-dev-carved` benchmark
-is, then seeded samples of each side.
+autocast on CUDA (Trainer's `bf16=True`), `bf16` is bf16 autocast on both. Data: the two sides of
+`--benchmark` (default `squad-dev-carved`: SQuAD dev, the MRQA file in ../shared/data or --source-dir,
+carved by passage; any registry benchmark with its sources at hand, such as `squadshifts-reddit-carved`),
+prepared once for every system, then seeded samples of each side.
 
 Each (round, system) runs in its own process, interleaved, so one run's warm caches and memory
 do not help another and peak memory is the process's own. Per system: train examples/s (windows
@@ -63,7 +64,7 @@ from typing import Any
 
 import round_ratios
 import seed_parity
-from carved_squad import carved_squad, squad_dev_path
+from benchmark_sides import DEFAULT_BENCHMARK, benchmark_sides
 
 from concur.approaches.precision import PRECISIONS  # imports neither torch nor transformers
 from concur.errors import closest
@@ -82,7 +83,8 @@ STEADY_FROM = 0.25  # the steady rate counts the steps after this share of the r
 class Config:
     """What every system of one benchmark run is given."""
 
-    data: str
+    benchmark: str
+    data_dir: str  # where `benchmark` is prepared, once for every system
     model_path: str
     train_questions: int
     test_questions: int
@@ -136,6 +138,7 @@ BY_ROUND: dict[str, Callable[[Measured], float]] = {
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--benchmark", default=DEFAULT_BENCHMARK, help="the registry benchmark whose sides are trained and tested on")
     parser.add_argument("--train-questions", type=int, default=512)
     parser.add_argument("--test-questions", type=int, default=500)
     parser.add_argument("--epochs", type=float, default=1.0)
@@ -194,7 +197,8 @@ def _benchmark(args: argparse.Namespace, systems: list[str], config: Config) -> 
     machine = _machine(config)
     print(f"machine: {machine['device']}, {config.threads} threads; torch {machine['torch']}, transformers {machine['transformers']}")
     print(f"model: {config.model_path}")
-    print(f"data: {config.train_questions} train / {config.test_questions} test questions of SQuAD dev; {json.dumps(config.hparams)}")
+    questions = f"{config.train_questions} train / {config.test_questions} test questions"
+    print(f"data: {questions} of {config.benchmark}; {json.dumps(config.hparams)}")
     runs: list[Measured] = []
     for round_ in range(args.rounds):
         round_config = replace(config, seed=config.seed + round_) if args.new_seed_each_round else config
@@ -227,7 +231,11 @@ def _job_counts(text: str) -> list[int]:
 def config_from_args(args: argparse.Namespace, scratch: Path) -> Config:
     from concur.registry.registry import default_registry
 
-    data = squad_dev_path(args.source_dir)
+    data_dir = scratch / "data"
+    sides = benchmark_sides(args.benchmark, args.source_dir, data_dir)  # prepared here, so each system only reads it
+    for option, wanted, side in zip(("--train-questions", "--test-questions"), (args.train_questions, args.test_questions), sides):
+        if not 0 < wanted <= side.n_questions:
+            raise SystemExit(f"{option} {wanted}: {args.benchmark}'s {side.split} side has {side.n_questions:,} questions")
     hparams = dict(default_registry().approach(APPROACH).hparams)
     hparams["epochs"] = args.epochs
     if args.learning_rate is not None:
@@ -238,7 +246,16 @@ def config_from_args(args: argparse.Namespace, scratch: Path) -> Config:
     if args.random_weights:
         model_path = _random_bert_base(model_path, scratch / "random-bert-base", args.seed)
     return Config(
-        str(data), str(model_path), args.train_questions, args.test_questions, hparams, args.precision, args.device, args.threads, args.seed
+        benchmark=args.benchmark,
+        data_dir=str(data_dir),
+        model_path=str(model_path),
+        train_questions=args.train_questions,
+        test_questions=args.test_questions,
+        hparams=hparams,
+        precision=args.precision,
+        device=args.device,
+        threads=args.threads,
+        seed=args.seed,
     )
 
 
@@ -402,10 +419,11 @@ def _steady(medians: dict[str, Any]) -> str:
 # ---- the systems, each run in its own process -------------------------------------------------------------------
 
 
-def squad_splits(config: Config) -> tuple[Any, Any]:
+def benchmark_splits(config: Config) -> tuple[Any, Any]:
+    """Seeded samples of the benchmark's sides (the sides whole when the counts cover them)."""
     from concur.data.transforms import downsample
 
-    train, test = carved_squad(Path(config.data))
+    train, test = benchmark_sides(config.benchmark, [], Path(config.data_dir))
     return downsample(train, config.train_questions, config.seed), downsample(test, config.test_questions, config.seed)
 
 
@@ -485,7 +503,7 @@ def train_and_predict(config: Config, cuda_graphs: bool = False) -> ConcurRun:
     from concur.approaches.base import RunContext, build_approach
     from concur.registry.registry import default_registry
 
-    train, test = squad_splits(config)
+    train, test = benchmark_splits(config)
     log: list[tuple[float, str]] = []
     started = time.perf_counter()
     approach = build_approach(default_registry().approach(APPROACH), config.hparams)
@@ -583,7 +601,7 @@ def run_trainer(config: Config, pad_to_max: bool) -> Measured:
     hf_logging.disable_progress_bar()
     torch.set_num_threads(config.threads)
     hp = config.hparams
-    train, test = squad_splits(config)
+    train, test = benchmark_splits(config)
     started = time.perf_counter()
     torch.manual_seed(config.seed)
     tokenizer = AutoTokenizer.from_pretrained(config.model_path)

@@ -388,7 +388,7 @@ def test_trainer_style_answers_pick_the_best_valid_span_over_a_questions_windows
 
 
 @pytest.mark.slow
-def test_trainer_style_decoding_finds_concurs_answers_where_each_question_has_one_window(monkeypatch):
+def test_trainer_style_decoding_finds_concurs_answers_where_each_question_has_one_window(monkeypatch, tmp_path):
     """Same model, same logits up to float noise: where a question's passage fits in one window the two decoders agree
     (concur's max-context rule and its stride only matter across windows), so the ablation measures decoding alone."""
     shared_file("mrqa/dev/SQuAD.jsonl.gz")
@@ -396,8 +396,10 @@ def test_trainer_style_decoding_finds_concurs_answers_where_each_question_has_on
     from concur.registry.registry import default_registry
 
     hparams = {**default_registry().approach("minilm-l6").hparams, "train_batch_size": 8, "epochs": 1.0}
-    data = speed_training.squad_dev_path([SHARED_DATA])
-    config = speed_training.Config(str(data), str(speed_training._shipped_weights()), 16, 40, hparams, "fp32", "cpu", 2, 0)
+    speed_training.benchmark_sides("squad-dev-carved", [SHARED_DATA], tmp_path / "data")
+    config = speed_training.Config(
+        "squad-dev-carved", str(tmp_path / "data"), str(speed_training._shipped_weights()), 16, 40, hparams, "fp32", "cpu", 2, 0
+    )
     run = speed_training.train_and_predict(config)
     theirs = speed_training.trainer_style_predict(run.model, run.tokenizer, run.test, config)
     pairs, encoded, _ = speed_training._trainer_test_windows(run.test, run.tokenizer, hparams, False)
@@ -658,9 +660,14 @@ def test_speed_gpu_names_an_unknown_part_before_any_work(tmp_path):
     assert not (tmp_path / "out").exists() and not (tmp_path / "calls.log").exists()
 
 
-def _speed_training_json(path: Path, ems: dict[tuple[str, int], tuple[float, float]], test_questions: int = 2093) -> Path:
-    """A speed_training.py result holding only what seed_parity.py reads: its config and each run's system, seed, EM, F1."""
+def _speed_training_json(
+    path: Path, ems: dict[tuple[str, int], tuple[float, float]], test_questions: int = 2093, benchmark: str | None = None
+) -> Path:
+    """A speed_training.py result holding only what seed_parity.py reads: its config and each run's system, seed, EM, F1
+    (without a benchmark, as results written before speed_training.py recorded one)."""
     config = {"train_questions": 8414, "test_questions": test_questions, "hparams": {"epochs": 1.0}, "precision": "bf16", "device": "cpu"}
+    if benchmark is not None:
+        config["benchmark"] = benchmark
     runs = [{"system": system, "seed": seed, "em": em, "f1": f1} for (system, seed), (em, f1) in ems.items()]
     path.write_text(json.dumps({"machine": {"device": "AMD EPYC", "commit": "abc1234"}, "config": config, "runs": runs}))
     return path
@@ -713,3 +720,67 @@ def test_seed_parity_refuses_to_pool_runs_of_different_settings_and_names_a_miss
     no_em.write_text(no_em.read_text().replace('"em": 50.0, ', ""))
     ran = subprocess.run([sys.executable, script, str(no_em), "--against", "concur"], capture_output=True, text=True)
     assert ran.returncode == 1 and ran.stderr.strip() == f"{no_em}: run 0: field 'em' is None"
+
+
+def test_seed_parity_pools_results_without_a_benchmark_with_squad_dev_carveds_and_refuses_another_benchmark(tmp_path):
+    """Results written before speed_training.py took --benchmark were all of squad-dev-carved."""
+    older = _speed_training_json(tmp_path / "older.json", {("concur", 0): (50.0, 60.0), ("trainer-fast", 0): (51.0, 61.0)})
+    newer = _speed_training_json(
+        tmp_path / "newer.json", {("concur", 1): (54.0, 63.0), ("trainer-fast", 1): (52.0, 61.0)}, benchmark="squad-dev-carved"
+    )
+    script = str(REPO / "analysis" / "seed_parity.py")
+    ran = subprocess.run([sys.executable, script, str(older), str(newer)], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.splitlines()[0] == "concur EM by seed: seed 0 50.0, seed 1 54.0; mean 52.00, sd 2.83"
+    reddit = _speed_training_json(tmp_path / "reddit.json", {("concur", 2): (40.0, 50.0)}, benchmark="squadshifts-reddit-carved")
+    ran = subprocess.run([sys.executable, script, str(older), str(reddit)], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 1 and ran.stderr.strip() == (
+        f"{reddit}: its runs differ from {older}'s in benchmark ('squadshifts-reddit-carved' against 'squad-dev-carved'); "
+        "pool only runs of one setting"
+    )
+
+
+def test_benchmark_sides_prepares_a_benchmark_once_and_later_calls_only_read_it(monkeypatch, tmp_path):
+    shared_file("squadshifts/new_wiki_v1.0.json.gz")
+    sides = _load_script(monkeypatch, "benchmark_sides")
+    train, test = sides.benchmark_sides("squadshifts-new-wiki-carved", [SHARED_DATA], tmp_path / "data")
+    assert (train.n_questions, test.n_questions) == (6241, 1697)  # the carve's sizes its spec records
+    assert not {question.qid for _, question in train.questions()} & {question.qid for _, question in test.questions()}
+    monkeypatch.delenv("CONCUR_DATA_ROOT", raising=False)
+    monkeypatch.setattr(sides, "prepare", lambda *args, **kwargs: pytest.fail("prepared a second time"))
+    assert sides.benchmark_sides("squadshifts-new-wiki-carved", [], tmp_path / "data") == (train, test)  # no data root needed now
+    with pytest.raises(SystemExit) as refused:
+        sides.benchmark_sides("squadshifts-redit-carved", [], tmp_path / "data")
+    assert str(refused.value) == (
+        "benchmark 'squadshifts-redit-carved': unknown benchmark 'squadshifts-redit-carved'; did you mean 'squadshifts-reddit-carved'?"
+    )
+
+
+def test_speed_training_samples_each_system_its_questions_from_the_benchmark_it_is_given(monkeypatch, tmp_path):
+    shared_file("squadshifts/new_wiki_v1.0.json.gz")
+    speed_training = _load_script(monkeypatch, "speed_training")
+    args = argparse.Namespace(
+        benchmark="squadshifts-new-wiki-carved", source_dir=[SHARED_DATA], train_questions=40, test_questions=30, epochs=1.0,
+        learning_rate=None, batch_size=None, model_path=Path("weights"), random_weights=False, precision="bf16", device="cpu",
+        threads=2, seed=3,
+    )  # fmt: skip
+    config = speed_training.config_from_args(args, tmp_path)
+    assert (config.benchmark, config.data_dir) == ("squadshifts-new-wiki-carved", str(tmp_path / "data"))
+    train, test = speed_training.benchmark_splits(config)
+    whole_train, whole_test = speed_training.benchmark_sides(config.benchmark, [], Path(config.data_dir))
+    assert (train.n_questions, test.n_questions) == (40, 30)
+    assert {q.qid for _, q in train.questions()} <= {q.qid for _, q in whole_train.questions()}
+    assert {q.qid for _, q in test.questions()} <= {q.qid for _, q in whole_test.questions()}
+    assert speed_training.benchmark_splits(config) == (train, test)  # the same seed, the same sample, in every system's process
+
+
+def test_speed_training_refuses_more_questions_than_a_side_has_before_training_anything(tmp_path):
+    shared_file("squadshifts/new_wiki_v1.0.json.gz")
+    out = tmp_path / "result.json"
+    ran = subprocess.run(
+        [sys.executable, str(REPO / "analysis" / "speed_training.py"), "--benchmark", "squadshifts-new-wiki-carved",
+         "--train-questions", "7000", "--source-dir", str(SHARED_DATA), "--out", str(out)],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert ran.returncode == 1 and "Traceback" not in ran.stderr and not out.exists()
+    assert ran.stderr.strip() == "--train-questions 7000: squadshifts-new-wiki-carved's train side has 6,241 questions"
