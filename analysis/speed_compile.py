@@ -1,7 +1,8 @@
 """What `torch.compile` would buy hf-span's training: concur eager against its model compiled, each run in its own process.
 
 Run: `python analysis/speed_compile.py --device cuda --source-dir DATA --model-path MINILM_DIR --random-weights
-[--modes eager,compiled,compiled] [--train-questions 4096] [--test-questions 1000] [--out runs/bench/speed-compile.json]`.
+[--modes eager,compiled,compiled] [--benchmark squad-dev-carved] [--train-questions 4096] [--test-questions 1000]
+[--out runs/bench/speed-compile.json]`.
 
 `compiled` runs concur's hf-span job with `Module.compile(dynamic=True)` applied to the model as it is loaded (one graph
 for every batch length); `eager` runs it as `concur run` does. The runs share one inductor cache directory, so a second
@@ -25,6 +26,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from benchmark_sides import DEFAULT_BENCHMARK
 from speed_training import STEP_LINE, Config, config_from_args, gold_answers, import_before_the_clock, steady_rate, train_and_predict
 
 MODES = ("eager", "compiled")
@@ -96,6 +98,7 @@ def table(runs: list[CompileRun]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--modes", default="eager,compiled,compiled", help=f"comma-separated runs, in order, from {', '.join(MODES)}")
+    parser.add_argument("--benchmark", default=DEFAULT_BENCHMARK, help="the registry benchmark whose sides are trained and tested on")
     parser.add_argument("--train-questions", type=int, default=4096)
     parser.add_argument("--test-questions", type=int, default=1000)
     parser.add_argument("--batch-size", type=int, default=None, help="default: the approach spec's train_batch_size")
