@@ -235,7 +235,7 @@ def config_from_args(args: argparse.Namespace, scratch: Path) -> Config:
     sides = benchmark_sides(args.benchmark, args.source_dir, data_dir)  # prepared here, so each system only reads it
     for option, wanted, side in zip(("--train-questions", "--test-questions"), (args.train_questions, args.test_questions), sides):
         if not 0 < wanted <= side.n_questions:
-            raise SystemExit(f"{option} {wanted}: {args.benchmark}'s {side.split} side has {side.n_questions:,} questions")
+            raise SystemExit(f"{option} {wanted}: ask for 1 to {side.n_questions:,} ({args.benchmark}'s {side.split} side)")
     hparams = dict(default_registry().approach(APPROACH).hparams)
     hparams["epochs"] = args.epochs
     if args.learning_rate is not None:

@@ -774,13 +774,18 @@ def test_speed_training_samples_each_system_its_questions_from_the_benchmark_it_
     assert speed_training.benchmark_splits(config) == (train, test)  # the same seed, the same sample, in every system's process
 
 
-def test_speed_training_refuses_more_questions_than_a_side_has_before_training_anything(tmp_path):
+@pytest.mark.parametrize(
+    ("option", "count", "side"),
+    [("--train-questions", "7000", "train"), ("--test-questions", "0", "test")],
+)
+def test_speed_training_refuses_more_questions_than_a_side_has_before_training_anything(tmp_path, option, count, side):
     shared_file("squadshifts/new_wiki_v1.0.json.gz")
     out = tmp_path / "result.json"
     ran = subprocess.run(
         [sys.executable, str(REPO / "analysis" / "speed_training.py"), "--benchmark", "squadshifts-new-wiki-carved",
-         "--train-questions", "7000", "--source-dir", str(SHARED_DATA), "--out", str(out)],
+         option, count, "--source-dir", str(SHARED_DATA), "--out", str(out)],
         capture_output=True, text=True, timeout=120, cwd=tmp_path,
     )  # fmt: skip
     assert ran.returncode == 1 and "Traceback" not in ran.stderr and not out.exists()
-    assert ran.stderr.strip() == "--train-questions 7000: squadshifts-new-wiki-carved's train side has 6,241 questions"
+    size = {"train": "6,241", "test": "1,697"}[side]
+    assert ran.stderr.strip() == f"{option} {count}: ask for 1 to {size} (squadshifts-new-wiki-carved's {side} side)"
