@@ -21,7 +21,10 @@ bert-base-sized BERT drawn at random, for speed on a GPU) on the same questions:
   training in an EM difference (its eval time includes concur's own prediction as well);
 - `concur-trainer-order` (only when asked for): concur with its training batches in the order Trainer's
   length-grouped sampler gives them (`trainer_order_batches`: the same pools sorted by length, but the
-  batches not shuffled across pools) instead of concur's shuffled batches.
+  batches not shuffled across pools) instead of concur's shuffled batches;
+- `concur-trainer-data` (only when asked for): concur trained on the Trainer script's training windows
+  (`trainer_train_features`: the tokenizer's overlapping windows, Trainer's labels) in Trainer's batch order,
+  so that what still separates it from `trainer-fast` is concur's training code and kernels, not its data.
 All three use the spec's hyperparameters (learning rate, batch, warm-up, decay, clipping, Adam's
 epsilon, window length and stride) and the same precision: `auto` is fp32 on the CPU and bf16
 autocast on CUDA (Trainer's `bf16=True`), `bf16` is bf16 autocast on both. Data: the two sides of
@@ -71,7 +74,7 @@ from concur.errors import closest
 
 APPROACH = "minilm-l6"
 SYSTEMS = ("concur", "trainer-fast", "trainer-pad384")
-ABLATIONS = ("concur-stock-kernels", "concur-cuda-graphs", "concur-trainer-decoding", "concur-trainer-order")
+ABLATIONS = ("concur-stock-kernels", "concur-cuda-graphs", "concur-trainer-decoding", "concur-trainer-order", "concur-trainer-data")
 CPU_FEATURES = ("avx512f", "avx512_bf16", "amx_bf16")  # what bf16 on the CPU runs on, recorded with each result
 STEP_LINE = re.compile(r"\bstep (\d+)/(\d+)\b")  # concur.approaches.loss_curve's log line
 # transformers' LengthGroupedSampler: pools of at most 50 batches, fewer when that would leave under 4 pools.
@@ -450,10 +453,14 @@ def run_concur(config: Config, system: str = "concur") -> Measured:
 
         loading.register_attention = lambda: "sdpa"  # type: ignore[assignment]
         loading.use_fast_dropout = lambda model: 0  # type: ignore[assignment]
-    if system == "concur-trainer-order":
+    if system in ("concur-trainer-order", "concur-trainer-data"):
         from concur.approaches import training
 
         training.length_grouped_batches = trainer_order_batches  # type: ignore[assignment]
+    if system == "concur-trainer-data":
+        from concur.approaches.hf_span import approach
+
+        approach.train_features = lambda split, tokenizer, hp, cache_dir: (trainer_train_features(split, tokenizer, config.hparams), False)  # type: ignore[assignment]
     run = train_and_predict(config, cuda_graphs=system == "concur-cuda-graphs")
     if system == "concur-trainer-decoding":
         run = replace(run, predictions=trainer_style_predict(run.model, run.tokenizer, run.test, config))
@@ -685,6 +692,29 @@ def _trainer_train_features(split: Any, tokenizer: Any, hp: dict[str, Any], padd
     return features
 
 
+def trainer_train_features(split: Any, tokenizer: Any, hp: dict[str, Any]) -> Any:
+    """The Trainer script's training windows and labels (`_trainer_train_features`, unpadded) as concur's `TrainFeatures`."""
+    from collections import Counter
+
+    import numpy as np
+
+    from concur.approaches.hf_span.features import IDS, TYPES, TrainFeatures, Windows
+
+    rows = _trainer_train_features(split, tokenizer, hp, padding=False)
+    windows = Windows()
+    for row in rows:
+        types = row.get("token_type_ids")
+        windows.add(np.asarray(row["input_ids"], dtype=IDS), None if types is None else np.asarray(types, dtype=TYPES))
+    questions = sum(1 for _, question in split.questions() if question.first_span is not None)
+    return TrainFeatures(
+        windows,
+        np.asarray([row["start_positions"] for row in rows], dtype=np.int64),
+        np.asarray([row["end_positions"] for row in rows], dtype=np.int64),
+        questions,
+        Counter(),
+    )
+
+
 def _trainer_predict(trainer: Any, split: Any, tokenizer: Any, hp: dict[str, Any], padding: str | bool) -> dict[str, str]:
     """The QA example's windows through `trainer.predict`, then its post-processing (`trainer_style_answers`)."""
     import numpy as np
@@ -763,6 +793,7 @@ CHILDREN: dict[str, Callable[[Config], Measured]] = {
     "concur-cuda-graphs": lambda config: run_concur(config, "concur-cuda-graphs"),
     "concur-trainer-decoding": lambda config: run_concur(config, "concur-trainer-decoding"),
     "concur-trainer-order": lambda config: run_concur(config, "concur-trainer-order"),
+    "concur-trainer-data": lambda config: run_concur(config, "concur-trainer-data"),
     "trainer-fast": lambda config: run_trainer(config, pad_to_max=False),
     "trainer-pad384": lambda config: run_trainer(config, pad_to_max=True),
 }

