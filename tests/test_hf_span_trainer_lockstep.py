@@ -4,15 +4,18 @@ The speed work replaced much of what a plain Trainer script runs (the loop, the 
 the optimiser's set-up), so this pins the arithmetic down: the real MiniLM weights, fine-tuned for
 six steps by `HFSpanApproach.train()` and by `Trainer` on the same windows in the same order, with
 the minilm-l6 spec's recipe (AdamW with fused updates, weight decay except on biases and layer
-norms, linear warm-up then decay, gradient clipping), end with the same weights. Dropout is off
-(its random draws are concur's own) and every window is full length, since concur leaves padding
-out of the loss's softmax and transformers' span head does not; fp32 on the CPU.
+norms, linear warm-up then decay, gradient clipping), end with the same weights, in fp32 and under
+bf16 autocast alike. Dropout is off (its random draws are concur's own, and with it concur's CPU
+attention takes its own path) and every window is full length, since concur leaves padding out of
+the loss's softmax and transformers' span head does not.
 """
 
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from importlib import resources
+from typing import Any
 
 import numpy as np
 import pytest
@@ -78,8 +81,19 @@ def full_windows(features: TrainFeatures, count: int) -> TrainFeatures:
     return TrainFeatures(windows, features.start_positions[chosen], features.end_positions[chosen], count, features.skipped)
 
 
-def test_six_steps_of_concur_and_of_trainer_end_in_the_same_weights(tmp_path, monkeypatch):
-    pytest.importorskip("accelerate", reason="transformers' Trainer needs accelerate (pip install 'concur[test]')")
+@dataclass
+class Lockstep:
+    """What one precision's pair of runs left: each side's final weights, the weights before, and the losses."""
+
+    ours: dict[str, Any]
+    theirs: dict[str, Any]
+    start: dict[str, Any]
+    our_losses: list[float]
+    their_mean_loss: float
+
+
+def train_both(precision: str, directory, monkeypatch) -> Lockstep:
+    """`STEPS` steps of concur's `train()` and of `Trainer` on the same full windows in the same order."""
     import torch
     from transformers import AutoConfig, AutoModelForQuestionAnswering, DataCollatorWithPadding, Trainer, TrainingArguments
 
@@ -87,7 +101,7 @@ def test_six_steps_of_concur_and_of_trainer_end_in_the_same_weights(tmp_path, mo
     minilm = default_registry().approach("minilm-l6")
     table = {"id": "lockstep", "family": "pretrained", "implementation": "hf-span"}
     table |= {"model": {"path": model_dir, "config": NO_DROPOUT}, "hparams": {**minilm.hparams, **RECIPE}}
-    spec = parse_approach(table, tmp_path / "lockstep.toml")
+    spec = parse_approach(table, directory / "lockstep.toml")
     hp = build_approach(spec, spec.hparams).hparams
     # concur: its own train(), on the full windows, batches in their order (Trainer's sequential sampler)
     chosen: list[TrainFeatures] = []
@@ -103,9 +117,8 @@ def test_six_steps_of_concur_and_of_trainer_end_in_the_same_weights(tmp_path, mo
     )
     concur = build_approach(spec, spec.hparams)
     torch.set_num_threads(2)
-    report = concur.train(passages(12, 110, seed=3), RunContext("cpu", 0, lambda line: None))
+    report = concur.train(passages(12, 110, seed=3), RunContext("cpu", 0, lambda line: None, precision=precision))
     assert report.optimizer_steps == STEPS and report.details["warmup_steps"] == 3
-    ours = concur.fine_tuned.model
     # Trainer: the same seed before loading draws the same new span head
     features, tokenizer = chosen[0], concur.fine_tuned.tokenizer
     rows = []
@@ -117,20 +130,29 @@ def test_six_steps_of_concur_and_of_trainer_end_in_the_same_weights(tmp_path, mo
     theirs = AutoModelForQuestionAnswering.from_pretrained(model_dir, config=config, attn_implementation="sdpa", dtype=torch.float32)
     start = {name: value.clone() for name, value in theirs.state_dict().items()}
     arguments = TrainingArguments(
-        output_dir=str(tmp_path / "trainer"), per_device_train_batch_size=BATCH, num_train_epochs=1, learning_rate=hp.learning_rate,
-        warmup_steps=hp.warmup_ratio, lr_scheduler_type=hp.lr_schedule, weight_decay=hp.weight_decay, adam_beta1=hp.adam_beta1,
-        adam_beta2=hp.adam_beta2, adam_epsilon=hp.adam_epsilon, max_grad_norm=hp.max_grad_norm, optim="adamw_torch_fused",
-        train_sampling_strategy="sequential", use_cpu=True, seed=0, report_to="none", save_strategy="no", disable_tqdm=True,
+        output_dir=str(directory / f"trainer-{precision}"), per_device_train_batch_size=BATCH, num_train_epochs=1,
+        learning_rate=hp.learning_rate, warmup_steps=hp.warmup_ratio, lr_scheduler_type=hp.lr_schedule, weight_decay=hp.weight_decay,
+        adam_beta1=hp.adam_beta1, adam_beta2=hp.adam_beta2, adam_epsilon=hp.adam_epsilon, max_grad_norm=hp.max_grad_norm,
+        optim="adamw_torch_fused", train_sampling_strategy="sequential", use_cpu=True, bf16=precision == "bf16", seed=0,
+        report_to="none", save_strategy="no", disable_tqdm=True,
     )  # fmt: skip
     outcome = Trainer(model=theirs, args=arguments, train_dataset=rows, data_collator=DataCollatorWithPadding(tokenizer)).train()
     assert outcome.global_step == STEPS
-    ours_now, theirs_now = ours.state_dict(), theirs.state_dict()
-    assert sorted(ours_now) == sorted(theirs_now)
-    for name, value in theirs_now.items():
-        assert (ours_now[name] - value).abs().max().item() <= SAME_WEIGHTS, name
-    # not equal by standing still: every weight matrix moved by over 1,000 times that (Adam moves a weight by at most
-    # about the rate each step, 2e-4 x (0 + 1/3 + 2/3 + 1 + 2/3 + 1/3) = 6e-4 in all here)
-    moved = {name: (value - start[name]).abs().max().item() for name, value in theirs_now.items() if value.is_floating_point()}
-    assert min(moved[name] for name in moved if "weight" in name and "embeddings" not in name) > 1e-4
-    # and the training loss, each step's mean over its windows, matches Trainer's mean over the steps
-    assert np.mean(report.losses) == pytest.approx(outcome.training_loss, abs=1e-5)
+    return Lockstep(concur.fine_tuned.model.state_dict(), theirs.state_dict(), start, report.losses, outcome.training_loss)
+
+
+def test_six_steps_of_concur_and_of_trainer_end_in_the_same_weights_in_fp32_and_in_bf16(tmp_path, monkeypatch):
+    runs = {precision: train_both(precision, tmp_path, monkeypatch) for precision in ("fp32", "bf16")}
+    for precision, run in runs.items():
+        assert sorted(run.ours) == sorted(run.theirs)
+        for name, value in run.theirs.items():
+            assert (run.ours[name] - value).abs().max().item() <= SAME_WEIGHTS, f"{precision}: {name}"
+        # not equal by standing still: every weight matrix moved by over 1,000 times that (Adam moves a weight by at
+        # most about the rate each step, 2e-4 x (0 + 1/3 + 2/3 + 1 + 2/3 + 1/3) = 6e-4 in all here)
+        moved = {name: (value - run.start[name]).abs().max().item() for name, value in run.theirs.items() if value.is_floating_point()}
+        assert min(moved[name] for name in moved if "weight" in name and "embeddings" not in name) > 1e-4, precision
+        # and the training loss, each step's mean over its windows, matches Trainer's mean over the steps
+        assert np.mean(run.our_losses) == pytest.approx(run.their_mean_loss, abs=1e-5), precision
+    # bf16 autocast took effect on both sides: its weights are not fp32's
+    layer = "bert.encoder.layer.0.output.dense.weight"
+    assert (runs["bf16"].ours[layer] - runs["fp32"].ours[layer]).abs().max().item() > 100 * SAME_WEIGHTS
