@@ -24,7 +24,9 @@ bert-base-sized BERT drawn at random, for speed on a GPU) on the same questions:
   batches not shuffled across pools) instead of concur's shuffled batches;
 - `concur-trainer-data` (only when asked for): concur trained on the Trainer script's training windows
   (`trainer_train_features`: the tokenizer's overlapping windows, Trainer's labels) in Trainer's batch order,
-  so that what still separates it from `trainer-fast` is concur's training code and kernels, not its data.
+  so that what still separates it from `trainer-fast` is concur's training code and kernels, not its data;
+- `concur-padding-in-loss` (only when asked for): concur with the padding positions of a batch kept in its loss's
+  softmax (`span_loss_over_padding`), as transformers' span head computes it, instead of left out.
 All three use the spec's hyperparameters (learning rate, batch, warm-up, decay, clipping, Adam's
 epsilon, window length and stride) and the same precision: `auto` is fp32 on the CPU and bf16
 autocast on CUDA (Trainer's `bf16=True`), `bf16` is bf16 autocast on both. Data: the two sides of
@@ -74,7 +76,14 @@ from concur.errors import closest
 
 APPROACH = "minilm-l6"
 SYSTEMS = ("concur", "trainer-fast", "trainer-pad384")
-ABLATIONS = ("concur-stock-kernels", "concur-cuda-graphs", "concur-trainer-decoding", "concur-trainer-order", "concur-trainer-data")
+ABLATIONS = (
+    "concur-stock-kernels",
+    "concur-cuda-graphs",
+    "concur-trainer-decoding",
+    "concur-trainer-order",
+    "concur-trainer-data",
+    "concur-padding-in-loss",
+)
 CPU_FEATURES = ("avx512f", "avx512_bf16", "amx_bf16")  # what bf16 on the CPU runs on, recorded with each result
 STEP_LINE = re.compile(r"\bstep (\d+)/(\d+)\b")  # concur.approaches.loss_curve's log line
 # transformers' LengthGroupedSampler: pools of at most 50 batches, fewer when that would leave under 4 pools.
@@ -453,10 +462,14 @@ def run_concur(config: Config, system: str = "concur") -> Measured:
 
         loading.register_attention = lambda: "sdpa"  # type: ignore[assignment]
         loading.use_fast_dropout = lambda model: 0  # type: ignore[assignment]
-    if system in ("concur-trainer-order", "concur-trainer-data"):
+    if system in ("concur-trainer-order", "concur-trainer-data", "concur-padding-in-loss"):
         from concur.approaches import training
 
         training.length_grouped_batches = trainer_order_batches  # type: ignore[assignment]
+    if system == "concur-padding-in-loss":
+        from concur.approaches.hf_span import loss
+
+        loss.span_loss = span_loss_over_padding  # type: ignore[assignment]
     if system == "concur-trainer-data":
         from concur.approaches.hf_span import approach
 
@@ -486,6 +499,14 @@ class ConcurRun:
     log: list[tuple[float, str]]  # (perf_counter seconds, line) of every line the job logged
     started: float  # perf_counter when the clock started (the data already read)
     predicting: float  # perf_counter when prediction started
+
+
+def span_loss_over_padding(start_logits: Any, end_logits: Any, attention_mask: Any, start_positions: Any, end_positions: Any) -> Any:
+    """concur's span loss (`concur.approaches.hf_span.loss.span_loss`) with each softmax over every position of the
+    padded batch, as `BertForQuestionAnswering` computes it: a window's padding takes a share of the probability."""
+    import torch.nn.functional as F
+
+    return (F.cross_entropy(start_logits.float(), start_positions) + F.cross_entropy(end_logits.float(), end_positions)) / 2
 
 
 def trainer_order_batches(lengths: Any, batch_size: int, rng: Any) -> list[Any]:
@@ -794,6 +815,7 @@ CHILDREN: dict[str, Callable[[Config], Measured]] = {
     "concur-trainer-decoding": lambda config: run_concur(config, "concur-trainer-decoding"),
     "concur-trainer-order": lambda config: run_concur(config, "concur-trainer-order"),
     "concur-trainer-data": lambda config: run_concur(config, "concur-trainer-data"),
+    "concur-padding-in-loss": lambda config: run_concur(config, "concur-padding-in-loss"),
     "trainer-fast": lambda config: run_trainer(config, pad_to_max=False),
     "trainer-pad384": lambda config: run_trainer(config, pad_to_max=True),
 }

@@ -387,6 +387,29 @@ def test_trainer_style_answers_pick_the_best_valid_span_over_a_questions_windows
     assert speed_training.trainer_style_answers(pairs, encoded, starts, ends, hp) == {"q1": context[window_1_start[0] : window_1_start[1]]}
 
 
+def test_span_loss_over_padding_is_the_span_heads_own_loss_and_concurs_without_padding(monkeypatch, tiny_model_dir):
+    """`concur-padding-in-loss` computes the loss as transformers' span head does; concur's own differs only where a
+    window is padded."""
+    import torch
+    from transformers import BertForQuestionAnswering
+
+    from concur.approaches.hf_span.loss import span_loss
+
+    speed_training = _load_script(monkeypatch, "speed_training")
+    model = BertForQuestionAnswering.from_pretrained(tiny_model_dir).eval()
+    input_ids = torch.tensor([[101, 2054, 102, 1996, 2417, 4419, 102, 0, 0, 0], [101, 2040, 102, 1996, 2214, 4419, 2003, 2417, 2058, 102]])
+    mask = (input_ids != 0).long()
+    starts, ends = torch.tensor([3, 4]), torch.tensor([5, 8])
+    with torch.no_grad():
+        out = model(input_ids=input_ids, attention_mask=mask, start_positions=starts, end_positions=ends)
+        over_padding = speed_training.span_loss_over_padding(out.start_logits, out.end_logits, mask, starts, ends)
+        assert over_padding.item() == pytest.approx(out.loss.item(), abs=1e-6)
+        assert span_loss(out.start_logits, out.end_logits, mask, starts, ends).item() != pytest.approx(out.loss.item(), abs=1e-4)
+        full = slice(1, 2)  # the unpadded window alone: the two losses agree
+        args = (out.start_logits[full], out.end_logits[full], mask[full], starts[full], ends[full])
+        assert span_loss(*args).item() == pytest.approx(speed_training.span_loss_over_padding(*args).item(), abs=1e-6)
+
+
 def test_trainer_train_features_give_concur_the_trainer_scripts_windows_and_labels(monkeypatch):
     """`concur-trainer-data` trains on what the Trainer script trains on: its overlapping windows, its labels, and no
     question without an answer span."""
