@@ -25,8 +25,9 @@ bert-base-sized BERT drawn at random, for speed on a GPU) on the same questions:
 - `concur-trainer-data` (only when asked for): concur trained on the Trainer script's training windows
   (`trainer_train_features`: the tokenizer's overlapping windows, Trainer's labels) in Trainer's batch order,
   so that what still separates it from `trainer-fast` is concur's training code and kernels, not its data;
-- `concur-padding-in-loss` (only when asked for): concur with the padding positions of a batch kept in its loss's
-  softmax (`span_loss_over_padding`), as transformers' span head computes it, instead of left out.
+- `concur-padding-in-loss` (only when asked for): `concur-trainer-order` with the padding positions of a batch
+  kept in its loss's softmax (`span_loss_over_padding`), as transformers' span head computes it, instead of left
+  out; paired with `concur-trainer-order`'s runs, it shows what the padding alone changes.
 All three use the spec's hyperparameters (learning rate, batch, warm-up, decay, clipping, Adam's
 epsilon, window length and stride) and the same precision: `auto` is fp32 on the CPU and bf16
 autocast on CUDA (Trainer's `bf16=True`), `bf16` is bf16 autocast on both. Data: the two sides of
@@ -89,6 +90,8 @@ STEP_LINE = re.compile(r"\bstep (\d+)/(\d+)\b")  # concur.approaches.loss_curve'
 # transformers' LengthGroupedSampler: pools of at most 50 batches, fewer when that would leave under 4 pools.
 TRAINER_POOL_BATCHES, TRAINER_MIN_POOLS = 50, 4
 STEADY_FROM = 0.25  # the steady rate counts the steps after this share of the run
+# The ablations that train in Trainer's batch order (`trainer_order_batches`).
+IN_TRAINERS_ORDER = ("concur-trainer-order", "concur-trainer-data", "concur-padding-in-loss")
 
 
 @dataclass(frozen=True)
@@ -462,7 +465,7 @@ def run_concur(config: Config, system: str = "concur") -> Measured:
 
         loading.register_attention = lambda: "sdpa"  # type: ignore[assignment]
         loading.use_fast_dropout = lambda model: 0  # type: ignore[assignment]
-    if system in ("concur-trainer-order", "concur-trainer-data", "concur-padding-in-loss"):
+    if system in IN_TRAINERS_ORDER:
         from concur.approaches import training
 
         training.length_grouped_batches = trainer_order_batches  # type: ignore[assignment]
