@@ -27,7 +27,10 @@ bert-base-sized BERT drawn at random, for speed on a GPU) on the same questions:
   so that what still separates it from `trainer-fast` is concur's training code and kernels, not its data;
 - `concur-padding-in-loss` (only when asked for): `concur-trainer-order` with the padding positions of a batch
   kept in its loss's softmax (`span_loss_over_padding`), as transformers' span head computes it, instead of left
-  out; paired with `concur-trainer-order`'s runs, it shows what the padding alone changes.
+  out; paired with `concur-trainer-order`'s runs, it shows what the padding alone changes;
+- `concur-as-trainer` (only when asked for): all four of Trainer's parts at once (its windows and labels, its
+  batch order, the padding in the loss, PyTorch's attention and dropout), so that only the random draws (the
+  batch permutation, the dropout masks) still separate it from `trainer-fast`.
 All three use the spec's hyperparameters (learning rate, batch, warm-up, decay, clipping, Adam's
 epsilon, window length and stride) and the same precision: `auto` is fp32 on the CPU and bf16
 autocast on CUDA (Trainer's `bf16=True`), `bf16` is bf16 autocast on both. Data: the two sides of
@@ -84,14 +87,21 @@ ABLATIONS = (
     "concur-trainer-order",
     "concur-trainer-data",
     "concur-padding-in-loss",
+    "concur-as-trainer",
 )
 CPU_FEATURES = ("avx512f", "avx512_bf16", "amx_bf16")  # what bf16 on the CPU runs on, recorded with each result
 STEP_LINE = re.compile(r"\bstep (\d+)/(\d+)\b")  # concur.approaches.loss_curve's log line
 # transformers' LengthGroupedSampler: pools of at most 50 batches, fewer when that would leave under 4 pools.
 TRAINER_POOL_BATCHES, TRAINER_MIN_POOLS = 50, 4
 STEADY_FROM = 0.25  # the steady rate counts the steps after this share of the run
-# The ablations that train in Trainer's batch order (`trainer_order_batches`).
-IN_TRAINERS_ORDER = ("concur-trainer-order", "concur-trainer-data", "concur-padding-in-loss")
+# The parts of the Trainer script's run each ablation puts into concur's (`take_trainers_parts`).
+TRAINERS_PARTS: dict[str, tuple[str, ...]] = {
+    "concur-stock-kernels": ("kernels",),
+    "concur-trainer-order": ("order",),
+    "concur-trainer-data": ("order", "data"),
+    "concur-padding-in-loss": ("order", "padding-in-loss"),
+    "concur-as-trainer": ("order", "data", "padding-in-loss", "kernels"),
+}
 
 
 @dataclass(frozen=True)
@@ -460,23 +470,7 @@ def run_concur(config: Config, system: str = "concur") -> Measured:
 
     torch.set_num_threads(config.threads)
     import_before_the_clock()
-    if system == "concur-stock-kernels":
-        from concur.approaches.hf_span import loading
-
-        loading.register_attention = lambda: "sdpa"  # type: ignore[assignment]
-        loading.use_fast_dropout = lambda model: 0  # type: ignore[assignment]
-    if system in IN_TRAINERS_ORDER:
-        from concur.approaches import training
-
-        training.length_grouped_batches = trainer_order_batches  # type: ignore[assignment]
-    if system == "concur-padding-in-loss":
-        from concur.approaches.hf_span import loss
-
-        loss.span_loss = span_loss_over_padding  # type: ignore[assignment]
-    if system == "concur-trainer-data":
-        from concur.approaches.hf_span import approach
-
-        approach.train_features = lambda split, tokenizer, hp, cache_dir: (trainer_train_features(split, tokenizer, config.hparams), False)  # type: ignore[assignment]
+    take_trainers_parts(TRAINERS_PARTS.get(system, ()), config.hparams)
     run = train_and_predict(config, cuda_graphs=system == "concur-cuda-graphs")
     if system == "concur-trainer-decoding":
         run = replace(run, predictions=trainer_style_predict(run.model, run.tokenizer, run.test, config))
@@ -502,6 +496,24 @@ class ConcurRun:
     log: list[tuple[float, str]]  # (perf_counter seconds, line) of every line the job logged
     started: float  # perf_counter when the clock started (the data already read)
     predicting: float  # perf_counter when prediction started
+
+
+def take_trainers_parts(parts: tuple[str, ...], hparams: dict[str, Any]) -> None:
+    """Patch concur's hf-span, in this process, to do what the Trainer script does in each of `parts`: "kernels"
+    (transformers' SDPA attention, PyTorch's dropout), "order" (`trainer_order_batches`), "padding-in-loss"
+    (`span_loss_over_padding`), "data" (`trainer_train_features`, built with `hparams`)."""
+    from concur.approaches import training
+    from concur.approaches.hf_span import approach, loading, loss
+
+    if "kernels" in parts:
+        loading.register_attention = lambda: "sdpa"  # type: ignore[assignment]
+        loading.use_fast_dropout = lambda model: 0  # type: ignore[assignment]
+    if "order" in parts:
+        training.length_grouped_batches = trainer_order_batches  # type: ignore[assignment]
+    if "padding-in-loss" in parts:
+        loss.span_loss = span_loss_over_padding  # type: ignore[assignment]
+    if "data" in parts:
+        approach.train_features = lambda split, tokenizer, hp, cache_dir: (trainer_train_features(split, tokenizer, hparams), False)  # type: ignore[assignment]
 
 
 def span_loss_over_padding(start_logits: Any, end_logits: Any, attention_mask: Any, start_positions: Any, end_positions: Any) -> Any:
@@ -819,6 +831,7 @@ CHILDREN: dict[str, Callable[[Config], Measured]] = {
     "concur-trainer-order": lambda config: run_concur(config, "concur-trainer-order"),
     "concur-trainer-data": lambda config: run_concur(config, "concur-trainer-data"),
     "concur-padding-in-loss": lambda config: run_concur(config, "concur-padding-in-loss"),
+    "concur-as-trainer": lambda config: run_concur(config, "concur-as-trainer"),
     "trainer-fast": lambda config: run_trainer(config, pad_to_max=False),
     "trainer-pad384": lambda config: run_trainer(config, pad_to_max=True),
 }

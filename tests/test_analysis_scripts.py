@@ -318,7 +318,7 @@ def test_speed_training_names_a_wrong_or_empty_system_list_in_one_line_before_an
     )  # fmt: skip
     assert ran.returncode == 1 and ran.stdout == "" and "Traceback" not in ran.stderr
     assert ran.stderr.startswith(error) and len(ran.stderr.strip().splitlines()) == 1
-    assert ran.stderr.strip().endswith("concur-trainer-order, concur-trainer-data, concur-padding-in-loss")
+    assert ran.stderr.strip().endswith("concur-trainer-data, concur-padding-in-loss, concur-as-trainer")
     assert not (tmp_path / "out.json").exists()
 
 
@@ -356,6 +356,28 @@ def test_trainer_order_batches_keep_the_pools_in_turn_longest_first_with_the_lon
     # pools sorted longest first (ties in order): [2, 0, 1, 3], [5, 7, 4, 6], [11, 8, 10, 9], [12, 14, 13, 15];
     # window 5 (length 9, the first of the longest) swaps places with window 2 at the front
     assert [batch.tolist() for batch in batches] == [[5, 0], [1, 3], [2, 7], [4, 6], [11, 8], [10, 9], [12, 14], [13, 15]]
+
+
+def test_concur_as_trainer_takes_every_part_the_single_ablations_take_and_installs_each(monkeypatch):
+    """Only the random draws are left to separate `concur-as-trainer` from `trainer-fast`: it takes the union of the
+    single ablations' parts, and each part replaces the concur function that does it otherwise."""
+    from concur.approaches import training
+    from concur.approaches.hf_span import approach, loading, loss
+
+    speed_training = _load_script(monkeypatch, "speed_training")
+    parts = speed_training.TRAINERS_PARTS
+    assert set(parts["concur-as-trainer"]) == {part for name, taken in parts.items() if name != "concur-as-trainer" for part in taken}
+    assert set(parts) <= set(speed_training.ABLATIONS)
+    for module, name in [(loading, "register_attention"), (loading, "use_fast_dropout"), (training, "length_grouped_batches"),
+                         (loss, "span_loss"), (approach, "train_features")]:  # fmt: skip
+        monkeypatch.setattr(module, name, getattr(module, name))  # restored after the test
+    ours = (loading.register_attention, loading.use_fast_dropout, loss.span_loss, approach.train_features)
+    speed_training.take_trainers_parts(("order",), {})
+    assert training.length_grouped_batches is speed_training.trainer_order_batches
+    assert (loading.register_attention, loading.use_fast_dropout, loss.span_loss, approach.train_features) == ours
+    speed_training.take_trainers_parts(parts["concur-as-trainer"], {})
+    assert loading.register_attention() == "sdpa" and loading.use_fast_dropout(object()) == 0
+    assert loss.span_loss is speed_training.span_loss_over_padding and approach.train_features is not ours[3]
 
 
 def test_trainer_style_answers_pick_the_best_valid_span_over_a_questions_windows(monkeypatch):
