@@ -30,7 +30,10 @@ bert-base-sized BERT drawn at random, for speed on a GPU) on the same questions:
   out; paired with `concur-trainer-order`'s runs, it shows what the padding alone changes;
 - `concur-as-trainer` (only when asked for): all four of Trainer's parts at once (its windows and labels, its
   batch order, the padding in the loss, PyTorch's attention and dropout), so that only the random draws (the
-  batch permutation, the dropout masks) still separate it from `trainer-fast`.
+  batch permutation, the dropout masks) still separate it from `trainer-fast`;
+- `concur-trainer-replay` (only when asked for): `concur-as-trainer` drawing what Trainer draws (torch's generator
+  seeded as Trainer seeds it, transformers' own length-grouped sampler) and predicting through the script's own
+  `Trainer`: it trains the model `trainer-fast` trains, so a seed's EM should be that seed's `trainer-fast` EM.
 All three use the spec's hyperparameters (learning rate, batch, warm-up, decay, clipping, Adam's
 epsilon, window length and stride) and the same precision: `auto` is fp32 on the CPU and bf16
 autocast on CUDA (Trainer's `bf16=True`), `bf16` is bf16 autocast on both. Data: the two sides of
@@ -88,6 +91,7 @@ ABLATIONS = (
     "concur-trainer-data",
     "concur-padding-in-loss",
     "concur-as-trainer",
+    "concur-trainer-replay",
 )
 CPU_FEATURES = ("avx512f", "avx512_bf16", "amx_bf16")  # what bf16 on the CPU runs on, recorded with each result
 STEP_LINE = re.compile(r"\bstep (\d+)/(\d+)\b")  # concur.approaches.loss_curve's log line
@@ -101,6 +105,7 @@ TRAINERS_PARTS: dict[str, tuple[str, ...]] = {
     "concur-trainer-data": ("order", "data"),
     "concur-padding-in-loss": ("order", "padding-in-loss"),
     "concur-as-trainer": ("order", "data", "padding-in-loss", "kernels"),
+    "concur-trainer-replay": ("draws", "data", "padding-in-loss", "kernels", "trainer-predict"),
 }
 
 
@@ -470,10 +475,15 @@ def run_concur(config: Config, system: str = "concur") -> Measured:
 
     torch.set_num_threads(config.threads)
     import_before_the_clock()
-    take_trainers_parts(TRAINERS_PARTS.get(system, ()), config.hparams)
+    parts = TRAINERS_PARTS.get(system, ())
+    take_trainers_parts(parts, config.hparams, config.seed)
     run = train_and_predict(config, cuda_graphs=system == "concur-cuda-graphs")
     if system == "concur-trainer-decoding":
         run = replace(run, predictions=trainer_style_predict(run.model, run.tokenizer, run.test, config))
+    if "trainer-predict" in parts:
+        with tempfile.TemporaryDirectory() as output_dir:
+            trainer = _trainer(run.model, run.tokenizer, config, output_dir, pad_to_max=False)
+            run = replace(run, predictions=_trainer_predict(trainer, run.test, run.tokenizer, config.hparams, False))
     report = run.report
     trained = (round(report.train_features * config.hparams["epochs"]), report.optimizer_steps, report.details["fit_seconds"])
     measured = _measured(system, config, run.test, run.predictions, trained, run.started, run.predicting)
@@ -498,17 +508,20 @@ class ConcurRun:
     predicting: float  # perf_counter when prediction started
 
 
-def take_trainers_parts(parts: tuple[str, ...], hparams: dict[str, Any]) -> None:
+def take_trainers_parts(parts: tuple[str, ...], hparams: dict[str, Any], seed: int) -> None:
     """Patch concur's hf-span, in this process, to do what the Trainer script does in each of `parts`: "kernels"
-    (transformers' SDPA attention, PyTorch's dropout), "order" (`trainer_order_batches`), "padding-in-loss"
-    (`span_loss_over_padding`), "data" (`trainer_train_features`, built with `hparams`)."""
+    (transformers' SDPA attention, PyTorch's dropout), "order" (`trainer_order_batches`), "draws" (Trainer's own
+    batches and random stream, `trainers_draws_batches`), "padding-in-loss" (`span_loss_over_padding`), "data"
+    (`trainer_train_features`, built with `hparams`). ("trainer-predict" is `run_concur`'s.)"""
     from concur.approaches import training
     from concur.approaches.hf_span import approach, loading, loss
 
     if "kernels" in parts:
         loading.register_attention = lambda: "sdpa"  # type: ignore[assignment]
         loading.use_fast_dropout = lambda model: 0  # type: ignore[assignment]
-    if "order" in parts:
+    if "draws" in parts:
+        training.length_grouped_batches = trainers_draws_batches(seed)  # type: ignore[assignment]
+    elif "order" in parts:
         training.length_grouped_batches = trainer_order_batches  # type: ignore[assignment]
     if "padding-in-loss" in parts:
         loss.span_loss = span_loss_over_padding  # type: ignore[assignment]
@@ -539,6 +552,26 @@ def trainer_order_batches(lengths: Any, batch_size: int, rng: Any) -> list[Any]:
     pools[0][0], pools[longest][0] = pools[longest][0], pools[0][0]
     flat = np.concatenate(pools)
     return [flat[start : start + batch_size] for start in range(0, len(flat), batch_size)]
+
+
+def trainers_draws_batches(seed: int) -> Callable[[Any, int, Any], list[Any]]:
+    """concur's `length_grouped_batches` contract, drawing what the Trainer script draws. Called as the first batch
+    is needed, it seeds torch's generator as `Trainer` does (`set_seed`), takes the one number a DataLoader draws
+    as it starts an epoch (its workers' base seed), then orders the windows with transformers' own
+    `get_length_grouped_indices` (a permutation from that generator): Trainer's batches, and the dropout masks that
+    follow drawn from where Trainer's are. One epoch only: a second would reseed."""
+
+    def batches(lengths: Any, batch_size: int, rng: Any) -> list[Any]:
+        import numpy as np
+        import torch
+        from transformers.trainer_pt_utils import get_length_grouped_indices
+
+        torch.manual_seed(seed)
+        torch.empty((), dtype=torch.int64).random_()
+        order = np.asarray(get_length_grouped_indices([int(length) for length in lengths], batch_size))
+        return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+
+    return batches
 
 
 def train_and_predict(config: Config, cuda_graphs: bool = False) -> ConcurRun:
@@ -630,14 +663,7 @@ def _synchronize(device: str) -> None:
 def run_trainer(config: Config, pad_to_max: bool) -> Measured:
     """A plain Trainer script, as one writes it from the transformers docs; `pad_to_max` gives the QA example's padding."""
     import torch
-    from transformers import (
-        AutoModelForQuestionAnswering,
-        AutoTokenizer,
-        DataCollatorWithPadding,
-        Trainer,
-        TrainingArguments,
-        default_data_collator,
-    )
+    from transformers import AutoModelForQuestionAnswering, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()
@@ -651,33 +677,8 @@ def run_trainer(config: Config, pad_to_max: bool) -> Measured:
     model = AutoModelForQuestionAnswering.from_pretrained(config.model_path, attn_implementation="sdpa", dtype=torch.float32)
     padding = "max_length" if pad_to_max else False
     train_features = _trainer_train_features(train, tokenizer, hp, padding)
-    on_cuda = config.device.startswith("cuda")
     with tempfile.TemporaryDirectory() as output_dir:
-        arguments = TrainingArguments(
-            output_dir=output_dir,
-            per_device_train_batch_size=hp["train_batch_size"],
-            per_device_eval_batch_size=hp["eval_batch_size"],
-            learning_rate=hp["learning_rate"],
-            num_train_epochs=hp["epochs"],
-            warmup_steps=hp["warmup_ratio"],  # a float below 1 is a ratio of the steps
-            lr_scheduler_type=hp["lr_schedule"],
-            weight_decay=hp["weight_decay"],
-            adam_beta1=hp["adam_beta1"],
-            adam_beta2=hp["adam_beta2"],
-            adam_epsilon=hp["adam_epsilon"],
-            max_grad_norm=hp["max_grad_norm"],
-            optim="adamw_torch_fused",
-            train_sampling_strategy="random" if pad_to_max else "group_by_length",
-            bf16=config.precision == "bf16" or (config.precision == "auto" and on_cuda),
-            use_cpu=not on_cuda,
-            seed=config.seed,
-            report_to="none",
-            save_strategy="no",
-            logging_strategy="no",
-            disable_tqdm=True,
-        )
-        collator = default_data_collator if pad_to_max else DataCollatorWithPadding(tokenizer)
-        trainer = Trainer(model=model, args=arguments, train_dataset=train_features, data_collator=collator, processing_class=tokenizer)
+        trainer = _trainer(model, tokenizer, config, output_dir, pad_to_max, train_features)
         training = time.perf_counter()
         outcome = trainer.train()
         _synchronize(config.device)
@@ -693,6 +694,39 @@ def run_trainer(config: Config, pad_to_max: bool) -> Measured:
             predicting,
         )
     return measured
+
+
+def _trainer(model: Any, tokenizer: Any, config: Config, output_dir: str, pad_to_max: bool, train_features: Any = None) -> Any:
+    """The script's `Trainer`: the spec's hyperparameters, its fast settings (or with `pad_to_max` the QA example's)."""
+    from transformers import DataCollatorWithPadding, Trainer, TrainingArguments, default_data_collator
+
+    hp = config.hparams
+    on_cuda = config.device.startswith("cuda")
+    arguments = TrainingArguments(
+        output_dir=output_dir,
+        per_device_train_batch_size=hp["train_batch_size"],
+        per_device_eval_batch_size=hp["eval_batch_size"],
+        learning_rate=hp["learning_rate"],
+        num_train_epochs=hp["epochs"],
+        warmup_steps=hp["warmup_ratio"],  # a float below 1 is a ratio of the steps
+        lr_scheduler_type=hp["lr_schedule"],
+        weight_decay=hp["weight_decay"],
+        adam_beta1=hp["adam_beta1"],
+        adam_beta2=hp["adam_beta2"],
+        adam_epsilon=hp["adam_epsilon"],
+        max_grad_norm=hp["max_grad_norm"],
+        optim="adamw_torch_fused",
+        train_sampling_strategy="random" if pad_to_max else "group_by_length",
+        bf16=config.precision == "bf16" or (config.precision == "auto" and on_cuda),
+        use_cpu=not on_cuda,
+        seed=config.seed,
+        report_to="none",
+        save_strategy="no",
+        logging_strategy="no",
+        disable_tqdm=True,
+    )
+    collator = default_data_collator if pad_to_max else DataCollatorWithPadding(tokenizer)
+    return Trainer(model=model, args=arguments, train_dataset=train_features, data_collator=collator, processing_class=tokenizer)
 
 
 def _encode(questions: list[str], contexts: list[str], tokenizer: Any, hp: dict[str, Any], padding: str | bool) -> Any:
@@ -832,6 +866,7 @@ CHILDREN: dict[str, Callable[[Config], Measured]] = {
     "concur-trainer-data": lambda config: run_concur(config, "concur-trainer-data"),
     "concur-padding-in-loss": lambda config: run_concur(config, "concur-padding-in-loss"),
     "concur-as-trainer": lambda config: run_concur(config, "concur-as-trainer"),
+    "concur-trainer-replay": lambda config: run_concur(config, "concur-trainer-replay"),
     "trainer-fast": lambda config: run_trainer(config, pad_to_max=False),
     "trainer-pad384": lambda config: run_trainer(config, pad_to_max=True),
 }

@@ -7,21 +7,28 @@ the minilm-l6 spec's recipe (AdamW with fused updates, weight decay except on bi
 norms, linear warm-up then decay, gradient clipping), end with the same weights, in fp32 and under
 bf16 autocast alike. Dropout is off (its random draws are concur's own, and with it concur's CPU
 attention takes its own path) and every window is full length, since concur leaves padding out of
-the loss's softmax and transformers' span head does not.
+the loss's softmax and transformers' span head does not. A second test turns dropout on and gives
+concur PyTorch's kernels and Trainer's random draws (as `analysis/speed_training.py`'s
+`concur-trainer-replay` does): then the order and the dropout masks are Trainer's too.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import random
+import sys
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from concur.approaches import training
 from concur.approaches.base import RunContext, build_approach
 from concur.approaches.hf_span import approach as hf_span_approach
+from concur.approaches.hf_span import loading
 from concur.approaches.hf_span.batching import pad_batch
 from concur.approaches.hf_span.features import TrainFeatures, Windows
 from concur.data.model import DetectedAnswer, Passage, Question, Split
@@ -29,6 +36,8 @@ from concur.registry.registry import default_registry
 from concur.registry.specs import parse_approach
 
 pytestmark = pytest.mark.slow
+
+ANALYSIS = Path(__file__).resolve().parent.parent / "analysis"
 
 WORDS = "river stone garden window market letter summer winter silver forest engine bridge harbor castle pocket island".split()
 SEQUENCE, STRIDE, BATCH, STEPS = 64, 32, 4, 6
@@ -46,6 +55,16 @@ NO_DROPOUT = {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
 # small slips move the weights little: the loss summed instead of averaged left them 1.6e-6 apart, weight decay on
 # the layer norms 5.4e-6; the tolerance is well below both.
 SAME_WEIGHTS = 1e-7
+
+
+def speed_training(monkeypatch):
+    """analysis/speed_training.py, imported as a module."""
+    monkeypatch.syspath_prepend(str(ANALYSIS))
+    spec = importlib.util.spec_from_file_location("speed_training", ANALYSIS / "speed_training.py")
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "speed_training", module)
+    spec.loader.exec_module(module)
+    return module
 
 
 def minilm_dir():
@@ -92,15 +111,21 @@ class Lockstep:
     their_mean_loss: float
 
 
-def train_both(precision: str, directory, monkeypatch) -> Lockstep:
-    """`STEPS` steps of concur's `train()` and of `Trainer` on the same full windows in the same order."""
+def train_both(precision: str, directory, monkeypatch, trainers_draws: bool = False) -> Lockstep:
+    """`STEPS` steps of concur's `train()` and of `Trainer` on the same full windows in the same order.
+
+    With `trainers_draws`, dropout stays on, Trainer groups its batches by length (a random order) and concur takes
+    `analysis/speed_training.py`'s "kernels" and "draws" parts: PyTorch's attention and dropout, Trainer's sampler
+    and random stream, so that both draw the same order and the same masks.
+    """
     import torch
     from transformers import AutoConfig, AutoModelForQuestionAnswering, DataCollatorWithPadding, Trainer, TrainingArguments
 
     model_dir = str(minilm_dir())
     minilm = default_registry().approach("minilm-l6")
     table = {"id": "lockstep", "family": "pretrained", "implementation": "hf-span"}
-    table |= {"model": {"path": model_dir, "config": NO_DROPOUT}, "hparams": {**minilm.hparams, **RECIPE}}
+    dropout_config = {} if trainers_draws else NO_DROPOUT
+    table |= {"model": {"path": model_dir, "config": dropout_config}, "hparams": {**minilm.hparams, **RECIPE}}
     spec = parse_approach(table, directory / "lockstep.toml")
     hp = build_approach(spec, spec.hparams).hparams
     # concur: its own train(), on the full windows, batches in their order (Trainer's sequential sampler)
@@ -112,9 +137,13 @@ def train_both(precision: str, directory, monkeypatch) -> Lockstep:
         return chosen[0], False
 
     monkeypatch.setattr(hf_span_approach, "train_features", features_of_full_windows)
-    monkeypatch.setattr(
-        "concur.approaches.training.length_grouped_batches", lambda lengths, size, rng: np.arange(len(lengths)).reshape(-1, size)
-    )
+    if trainers_draws:
+        for name in ("register_attention", "use_fast_dropout"):
+            monkeypatch.setattr(loading, name, getattr(loading, name))  # restored after the test
+        monkeypatch.setattr(training, "length_grouped_batches", training.length_grouped_batches)
+        speed_training(monkeypatch).take_trainers_parts(("kernels", "draws"), {}, seed=0)
+    else:
+        monkeypatch.setattr(training, "length_grouped_batches", lambda lengths, size, rng: np.arange(len(lengths)).reshape(-1, size))
     concur = build_approach(spec, spec.hparams)
     torch.set_num_threads(2)
     report = concur.train(passages(12, 110, seed=3), RunContext("cpu", 0, lambda line: None, precision=precision))
@@ -126,15 +155,15 @@ def train_both(precision: str, directory, monkeypatch) -> Lockstep:
         row = {name: values[0].tolist() for name, values in pad_batch(features.windows, [i], tokenizer.pad_token_id).items()}
         rows.append(row | {"start_positions": int(features.start_positions[i]), "end_positions": int(features.end_positions[i])})
     torch.manual_seed(0)
-    config = AutoConfig.from_pretrained(model_dir, **NO_DROPOUT)
+    config = AutoConfig.from_pretrained(model_dir, **dropout_config)
     theirs = AutoModelForQuestionAnswering.from_pretrained(model_dir, config=config, attn_implementation="sdpa", dtype=torch.float32)
     start = {name: value.clone() for name, value in theirs.state_dict().items()}
     arguments = TrainingArguments(
         output_dir=str(directory / f"trainer-{precision}"), per_device_train_batch_size=BATCH, num_train_epochs=1,
         learning_rate=hp.learning_rate, warmup_steps=hp.warmup_ratio, lr_scheduler_type=hp.lr_schedule, weight_decay=hp.weight_decay,
         adam_beta1=hp.adam_beta1, adam_beta2=hp.adam_beta2, adam_epsilon=hp.adam_epsilon, max_grad_norm=hp.max_grad_norm,
-        optim="adamw_torch_fused", train_sampling_strategy="sequential", use_cpu=True, bf16=precision == "bf16", seed=0,
-        report_to="none", save_strategy="no", disable_tqdm=True,
+        optim="adamw_torch_fused", train_sampling_strategy="group_by_length" if trainers_draws else "sequential", use_cpu=True,
+        bf16=precision == "bf16", seed=0, report_to="none", save_strategy="no", disable_tqdm=True,
     )  # fmt: skip
     outcome = Trainer(model=theirs, args=arguments, train_dataset=rows, data_collator=DataCollatorWithPadding(tokenizer)).train()
     assert outcome.global_step == STEPS
@@ -156,3 +185,13 @@ def test_six_steps_of_concur_and_of_trainer_end_in_the_same_weights_in_fp32_and_
     # bf16 autocast took effect on both sides: its weights are not fp32's
     layer = "bert.encoder.layer.0.output.dense.weight"
     assert (runs["bf16"].ours[layer] - runs["fp32"].ours[layer]).abs().max().item() > 100 * SAME_WEIGHTS
+
+
+def test_with_trainers_kernels_and_draws_concur_takes_trainers_random_order_and_masks_and_ends_in_its_weights(tmp_path, monkeypatch):
+    """With dropout on, what is left between the two is the random draws: given PyTorch's attention and dropout and
+    Trainer's sampler and random stream (`concur-trainer-replay`'s parts), concur's six steps are Trainer's, in a
+    length-grouped random order, masks and all."""
+    run = train_both("fp32", tmp_path, monkeypatch, trainers_draws=True)
+    for name, value in run.theirs.items():
+        assert (run.ours[name] - value).abs().max().item() <= SAME_WEIGHTS, name
+    assert np.mean(run.our_losses) == pytest.approx(run.their_mean_loss, abs=1e-5)
