@@ -101,6 +101,7 @@ STEADY_FROM = 0.25  # the steady rate counts the steps after this share of the r
 # The parts of the Trainer script's run each ablation puts into concur's (`take_trainers_parts`).
 TRAINERS_PARTS: dict[str, tuple[str, ...]] = {
     "concur-stock-kernels": ("kernels",),
+    "concur-trainer-decoding": ("decoding",),
     "concur-trainer-order": ("order",),
     "concur-trainer-data": ("order", "data"),
     "concur-padding-in-loss": ("order", "padding-in-loss"),
@@ -478,7 +479,7 @@ def run_concur(config: Config, system: str = "concur") -> Measured:
     parts = TRAINERS_PARTS.get(system, ())
     take_trainers_parts(parts, config.hparams, config.seed)
     run = train_and_predict(config, cuda_graphs=system == "concur-cuda-graphs")
-    if system == "concur-trainer-decoding":
+    if "decoding" in parts:
         run = replace(run, predictions=trainer_style_predict(run.model, run.tokenizer, run.test, config))
     if "trainer-predict" in parts:
         with tempfile.TemporaryDirectory() as output_dir:
@@ -512,7 +513,7 @@ def take_trainers_parts(parts: tuple[str, ...], hparams: dict[str, Any], seed: i
     """Patch concur's hf-span, in this process, to do what the Trainer script does in each of `parts`: "kernels"
     (transformers' SDPA attention, PyTorch's dropout), "order" (`trainer_order_batches`), "draws" (Trainer's own
     batches and random stream, `trainers_draws_batches`), "padding-in-loss" (`span_loss_over_padding`), "data"
-    (`trainer_train_features`, built with `hparams`). ("trainer-predict" is `run_concur`'s.)"""
+    (`trainer_train_features`, built with `hparams`). ("decoding" and "trainer-predict" are `run_concur`'s.)"""
     from concur.approaches import training
     from concur.approaches.hf_span import approach, loading, loss
 
@@ -550,8 +551,7 @@ def trainer_order_batches(lengths: Any, batch_size: int, rng: Any) -> list[Any]:
     pools = length_sorted_pools(lengths, rng.permutation(len(lengths)), pool)
     longest = int(np.argmax([lengths[members[0]] for members in pools]))
     pools[0][0], pools[longest][0] = pools[longest][0], pools[0][0]
-    flat = np.concatenate(pools)
-    return [flat[start : start + batch_size] for start in range(0, len(flat), batch_size)]
+    return _cut(np.concatenate(pools), batch_size)
 
 
 def trainers_draws_batches(seed: int) -> Callable[[Any, int, Any], list[Any]]:
@@ -568,10 +568,14 @@ def trainers_draws_batches(seed: int) -> Callable[[Any, int, Any], list[Any]]:
 
         torch.manual_seed(seed)
         torch.empty((), dtype=torch.int64).random_()
-        order = np.asarray(get_length_grouped_indices([int(length) for length in lengths], batch_size))
-        return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+        return _cut(np.asarray(get_length_grouped_indices([int(length) for length in lengths], batch_size)), batch_size)
 
     return batches
+
+
+def _cut(order: Any, batch_size: int) -> list[Any]:
+    """An epoch's window order cut into consecutive batches, as a DataLoader cuts its sampler's order."""
+    return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
 
 
 def train_and_predict(config: Config, cuda_graphs: bool = False) -> ConcurRun:
