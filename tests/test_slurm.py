@@ -30,10 +30,12 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]
 
 @pytest.fixture(scope="module")
 def slurm() -> None:
-    """A Slurm that answers: the running one, or one started by .ci/slurm-up; skipped, with the reason, if neither."""
-    if _slurm_answers():
-        return
+    """A Slurm that answers: as root, the one .ci/slurm-up leaves (it starts one, or restarts one whose node has
+    fewer than this machine's cores, and otherwise does nothing); else the running one; skipped, with the reason,
+    if neither."""
     if os.geteuid() != 0:
+        if _slurm_answers():
+            return
         pytest.skip("Slurm is not running and starting it needs root (.ci/slurm-up)")
     started = subprocess.run(["bash", str(REPO / ".ci" / "slurm-up")], capture_output=True, text=True, timeout=600)
     if started.returncode != 0:
