@@ -112,6 +112,27 @@ def _slow_approach(registry: Path, name: str, epochs: float) -> None:
 CPU = ["--executor", "slurm", "--device", "cpu", "--threads", "1"]
 
 
+def test_the_cluster_slurm_up_leaves_has_every_online_core_whatever_the_callers_affinity(slurm):
+    """This test's worker is pinned to its share of the cores (conftest); a cluster started from it had one core
+    and ran the array jobs below one at a time, so .ci/slurm-up gives the node, and its daemons, all of them."""
+    if os.geteuid() != 0:
+        pytest.skip("the cluster is not one .ci/slurm-up started (that needs root)")
+    online = _cpu_list(Path("/sys/devices/system/cpu/online").read_text())
+    node_cpus = subprocess.run(["sinfo", "-h", "-N", "-o", "%c"], capture_output=True, text=True, check=True).stdout.split()
+    assert node_cpus == [str(len(online))]
+    daemons = subprocess.run(["pgrep", "-x", "slurmd"], capture_output=True, text=True, check=True).stdout.split()
+    assert daemons and all(os.sched_getaffinity(int(pid)) == online for pid in daemons)
+
+
+def _cpu_list(text: str) -> set[int]:
+    """The CPUs of a kernel CPU list such as "0-3,6"."""
+    cpus: set[int] = set()
+    for part in text.strip().split(","):
+        first, _, last = part.partition("-")
+        cpus.update(range(int(first), int(last or first) + 1))
+    return cpus
+
+
 def test_a_grid_runs_as_a_job_array_and_a_rerun_submits_nothing(slurm, tmp_path, tiny_registry):
     write_tiny_reader(tiny_registry, "tiny-reader", {"epochs": 1.0}, "learning_rate = { log_uniform = [1e-4, 1e-2] }")
     runs = tmp_path / "runs"
