@@ -27,7 +27,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from benchmark_sides import DEFAULT_BENCHMARK
-from speed_training import STEP_LINE, Config, config_from_args, gold_answers, import_before_the_clock, steady_rate, train_and_predict
+from speed_training import STEP_LINE, config_from_args, import_before_the_clock, steady_rate, train_and_predict
+from training_runs import Config, gold_answers
 
 MODES = ("eager", "compiled")
 

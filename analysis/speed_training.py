@@ -53,7 +53,9 @@ results as JSON (`--out`) and prints a table with concur's ratios. With `--new-s
 with seed `--seed` + r (head initialisation, dropout, batch order; the questions are the same whenever they are
 the whole carved split), so EM parity is measured over seeds: each seed's EM difference, and the seed spread of
 every system's EM to judge it by (`seed_parity.py` pools the seeds of several runs' JSON).
-Trainer needs `accelerate` (in concur's `test` extra: `pip install -e '.[test,minilm]'`).
+Trainer needs `accelerate` (in concur's `test` extra: `pip install -e '.[test,minilm]'`). The Trainer script is
+`trainer_script.py`, the parts of it that the ablations put into concur's run are `trainer_parts.py`, and what a
+run is given and reports is `training_runs.py`.
 """
 
 from __future__ import annotations
@@ -63,7 +65,6 @@ import json
 import os
 import platform
 import re
-import resource
 import statistics
 import subprocess
 import sys
@@ -77,11 +78,13 @@ from typing import Any
 import round_ratios
 import seed_parity
 from benchmark_sides import DEFAULT_BENCHMARK, benchmark_sides
+from trainer_parts import TRAINERS_PARTS, take_trainers_parts
+from trainer_script import build_trainer, predict_with_trainer, run_trainer, trainer_style_predict
+from training_runs import APPROACH, Config, Measured, benchmark_splits, measure_run
 
 from concur.approaches.precision import PRECISIONS  # imports neither torch nor transformers
 from concur.errors import closest
 
-APPROACH = "minilm-l6"
 SYSTEMS = ("concur", "trainer-fast", "trainer-pad384")
 ABLATIONS = (
     "concur-stock-kernels",
@@ -95,68 +98,7 @@ ABLATIONS = (
 )
 CPU_FEATURES = ("avx512f", "avx512_bf16", "amx_bf16")  # what bf16 on the CPU runs on, recorded with each result
 STEP_LINE = re.compile(r"\bstep (\d+)/(\d+)\b")  # concur.approaches.loss_curve's log line
-# transformers' LengthGroupedSampler: pools of at most 50 batches, fewer when that would leave under 4 pools.
-TRAINER_POOL_BATCHES, TRAINER_MIN_POOLS = 50, 4
 STEADY_FROM = 0.25  # the steady rate counts the steps after this share of the run
-# The parts of the Trainer script's run each ablation puts into concur's (`take_trainers_parts`).
-TRAINERS_PARTS: dict[str, tuple[str, ...]] = {
-    "concur-stock-kernels": ("kernels",),
-    "concur-trainer-decoding": ("decoding",),
-    "concur-trainer-order": ("order",),
-    "concur-trainer-data": ("order", "data"),
-    "concur-padding-in-loss": ("order", "padding-in-loss"),
-    "concur-as-trainer": ("order", "data", "padding-in-loss", "kernels"),
-    "concur-trainer-replay": ("draws", "data", "padding-in-loss", "kernels", "trainer-predict"),
-}
-
-
-@dataclass(frozen=True)
-class Config:
-    """What every system of one benchmark run is given."""
-
-    benchmark: str
-    data_dir: str  # where `benchmark` is prepared, once for every system
-    model_path: str
-    train_questions: int
-    test_questions: int
-    hparams: dict[str, Any]
-    precision: str
-    device: str
-    threads: int
-    seed: int
-
-
-@dataclass
-class Measured:
-    """One system's run."""
-
-    system: str
-    round: int
-    train_windows: int
-    optimizer_steps: int
-    train_seconds: float
-    eval_questions: int
-    eval_seconds: float
-    total_seconds: float
-    peak_memory_mb: float
-    em: float
-    f1: float
-    seed: int = 0
-    steady_train_rate: float | None = None  # concur's windows/s after the first quarter of its steps (see steady_rate)
-    graph_shapes: int = 0  # batch shapes concur recorded as CUDA graphs (concur-cuda-graphs)
-
-    @property
-    def train_rate(self) -> float:
-        return self.train_windows / self.train_seconds
-
-    @property
-    def eval_rate(self) -> float:
-        return self.eval_questions / self.eval_seconds
-
-    @property
-    def setup_seconds(self) -> float:
-        """The whole run less training and prediction: loading the model, building windows, moving to the device."""
-        return self.total_seconds - self.train_seconds - self.eval_seconds
 
 
 # Measures whose concur/other ratio is also taken within each round (round_ratios); the whole run as runs per second.
@@ -447,29 +389,6 @@ def _steady(medians: dict[str, Any]) -> str:
     return "-" if steady is None else f"{steady:.1f}"
 
 
-# ---- the systems, each run in its own process -------------------------------------------------------------------
-
-
-def benchmark_splits(config: Config) -> tuple[Any, Any]:
-    """Seeded samples of the benchmark's sides (the sides whole when the counts cover them)."""
-    from concur.data.transforms import downsample
-
-    train, test = benchmark_sides(config.benchmark, [], Path(config.data_dir))
-    return downsample(train, config.train_questions, config.seed), downsample(test, config.test_questions, config.seed)
-
-
-def gold_answers(test: Any) -> dict[str, list[str]]:
-    return {question.qid: question.answers for _, question in test.questions()}
-
-
-def _peak_memory_mb(device: str) -> float:
-    import torch
-
-    if device.startswith("cuda"):
-        return torch.cuda.max_memory_allocated() / 2**20
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-
-
 def run_concur(config: Config, system: str = "concur") -> Measured:
     """concur's hf-span as a job trains it; `system` names the variant (stock kernels, CUDA graphs)."""
     import torch
@@ -483,11 +402,11 @@ def run_concur(config: Config, system: str = "concur") -> Measured:
         run = replace(run, predictions=trainer_style_predict(run.model, run.tokenizer, run.test, config))
     if "trainer-predict" in parts:
         with tempfile.TemporaryDirectory() as output_dir:
-            trainer = _trainer(run.model, run.tokenizer, config, output_dir, pad_to_max=False)
-            run = replace(run, predictions=_trainer_predict(trainer, run.test, run.tokenizer, config.hparams, False))
+            trainer = build_trainer(run.model, run.tokenizer, config, output_dir, pad_to_max=False)
+            run = replace(run, predictions=predict_with_trainer(trainer, run.test, run.tokenizer, config.hparams, False))
     report = run.report
     trained = (round(report.train_features * config.hparams["epochs"]), report.optimizer_steps, report.details["fit_seconds"])
-    measured = _measured(system, config, run.test, run.predictions, trained, run.started, run.predicting)
+    measured = measure_run(system, config, run.test, run.predictions, trained, run.started, run.predicting)
     try:
         steady: float | None = steady_rate(run.log, config.hparams["train_batch_size"])
     except ValueError:  # a run of a few steps has no steady part
@@ -507,75 +426,6 @@ class ConcurRun:
     log: list[tuple[float, str]]  # (perf_counter seconds, line) of every line the job logged
     started: float  # perf_counter when the clock started (the data already read)
     predicting: float  # perf_counter when prediction started
-
-
-def take_trainers_parts(parts: tuple[str, ...], hparams: dict[str, Any], seed: int) -> None:
-    """Patch concur's hf-span, in this process, to do what the Trainer script does in each of `parts`: "kernels"
-    (transformers' SDPA attention, PyTorch's dropout), "order" (`trainer_order_batches`), "draws" (Trainer's own
-    batches and random stream, `trainers_draws_batches`), "padding-in-loss" (`span_loss_over_padding`), "data"
-    (`trainer_train_features`, built with `hparams`). ("decoding" and "trainer-predict" are `run_concur`'s.)"""
-    from concur.approaches import training
-    from concur.approaches.hf_span import approach, loading, loss
-
-    if "kernels" in parts:
-        loading.register_attention = lambda: "sdpa"  # type: ignore[assignment]
-        loading.use_fast_dropout = lambda model: 0  # type: ignore[assignment]
-    if "draws" in parts:
-        training.length_grouped_batches = trainers_draws_batches(seed)  # type: ignore[assignment]
-    elif "order" in parts:
-        training.length_grouped_batches = trainer_order_batches  # type: ignore[assignment]
-    if "padding-in-loss" in parts:
-        loss.span_loss = span_loss_over_padding  # type: ignore[assignment]
-    if "data" in parts:
-        approach.train_features = lambda split, tokenizer, hp, cache_dir: (trainer_train_features(split, tokenizer, hparams), False)  # type: ignore[assignment]
-
-
-def span_loss_over_padding(start_logits: Any, end_logits: Any, attention_mask: Any, start_positions: Any, end_positions: Any) -> Any:
-    """concur's span loss (`concur.approaches.hf_span.loss.span_loss`) with each softmax over every position of the
-    padded batch, as `BertForQuestionAnswering` computes it: a window's padding takes a share of the probability."""
-    import torch.nn.functional as F
-
-    return (F.cross_entropy(start_logits.float(), start_positions) + F.cross_entropy(end_logits.float(), end_positions)) / 2
-
-
-def trainer_order_batches(lengths: Any, batch_size: int, rng: Any) -> list[Any]:
-    """One epoch's batches in the order transformers' `LengthGroupedSampler` gives them (concur's
-    `length_grouped_batches` contract): a random permutation cut into pools of up to 50 batches (fewer when
-    that leaves under 4 pools), each pool sorted longest first, the longest window of all swapped to the
-    front, then the pools one after another. concur cuts the same pools and shuffles the batches as well."""
-    import numpy as np
-
-    from concur.approaches.batches import length_sorted_pools
-
-    pool = max(1, min(len(lengths) // (batch_size * TRAINER_MIN_POOLS), TRAINER_POOL_BATCHES)) * batch_size
-    pools = length_sorted_pools(lengths, rng.permutation(len(lengths)), pool)
-    longest = int(np.argmax([lengths[members[0]] for members in pools]))
-    pools[0][0], pools[longest][0] = pools[longest][0], pools[0][0]
-    return _cut(np.concatenate(pools), batch_size)
-
-
-def trainers_draws_batches(seed: int) -> Callable[[Any, int, Any], list[Any]]:
-    """concur's `length_grouped_batches` contract, drawing what the Trainer script draws. Called as the first batch
-    is needed, it seeds torch's generator as `Trainer` does (`set_seed`), takes the one number a DataLoader draws
-    as it starts an epoch (its workers' base seed), then orders the windows with transformers' own
-    `get_length_grouped_indices` (a permutation from that generator): Trainer's batches, and the dropout masks that
-    follow drawn from where Trainer's are. One epoch only: a second would reseed."""
-
-    def batches(lengths: Any, batch_size: int, rng: Any) -> list[Any]:
-        import numpy as np
-        import torch
-        from transformers.trainer_pt_utils import get_length_grouped_indices
-
-        torch.manual_seed(seed)
-        torch.empty((), dtype=torch.int64).random_()
-        return _cut(np.asarray(get_length_grouped_indices([int(length) for length in lengths], batch_size)), batch_size)
-
-    return batches
-
-
-def _cut(order: Any, batch_size: int) -> list[Any]:
-    """An epoch's window order cut into consecutive batches, as a DataLoader cuts its sampler's order."""
-    return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
 
 
 def train_and_predict(config: Config, cuda_graphs: bool = False) -> ConcurRun:
@@ -629,236 +479,6 @@ def import_before_the_clock() -> None:
 
     for module in (*PRELOAD, *worker_modules([default_registry().approach(APPROACH)])):
         importlib.import_module(module)
-
-
-def _measured(
-    system: str, config: Config, test: Any, predictions: dict[str, str], trained: tuple[int, int, float], started: float, predicting: float
-) -> Measured:
-    """One run's measures once its predictions are in: `trained` is (windows, optimiser steps, seconds of training)."""
-    from concur.metrics import evaluate
-
-    _synchronize(config.device)
-    done = time.perf_counter()
-    scores = evaluate(gold_answers(test), predictions)
-    windows, steps, train_seconds = trained
-    return Measured(
-        system=system,
-        round=0,
-        train_windows=windows,
-        optimizer_steps=steps,
-        train_seconds=train_seconds,
-        eval_questions=test.n_questions,
-        eval_seconds=done - predicting,
-        total_seconds=done - started,
-        peak_memory_mb=_peak_memory_mb(config.device),
-        em=scores.exact_match,
-        f1=scores.f1,
-        seed=config.seed,
-    )
-
-
-def _synchronize(device: str) -> None:
-    import torch
-
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-
-
-def run_trainer(config: Config, pad_to_max: bool) -> Measured:
-    """A plain Trainer script, as one writes it from the transformers docs; `pad_to_max` gives the QA example's padding."""
-    import torch
-    from transformers import AutoModelForQuestionAnswering, AutoTokenizer
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-    torch.set_num_threads(config.threads)
-    hp = config.hparams
-    train, test = benchmark_splits(config)
-    started = time.perf_counter()
-    torch.manual_seed(config.seed)
-    tokenizer = AutoTokenizer.from_pretrained(config.model_path)
-    model = AutoModelForQuestionAnswering.from_pretrained(config.model_path, attn_implementation="sdpa", dtype=torch.float32)
-    padding = "max_length" if pad_to_max else False
-    train_features = _trainer_train_features(train, tokenizer, hp, padding)
-    with tempfile.TemporaryDirectory() as output_dir:
-        trainer = _trainer(model, tokenizer, config, output_dir, pad_to_max, train_features)
-        training = time.perf_counter()
-        outcome = trainer.train()
-        _synchronize(config.device)
-        predicting = time.perf_counter()
-        predictions = _trainer_predict(trainer, test, tokenizer, hp, padding)
-        measured = _measured(
-            "trainer-pad384" if pad_to_max else "trainer-fast",
-            config,
-            test,
-            predictions,
-            (round(len(train_features) * hp["epochs"]), outcome.global_step, predicting - training),
-            started,
-            predicting,
-        )
-    return measured
-
-
-def _trainer(model: Any, tokenizer: Any, config: Config, output_dir: str, pad_to_max: bool, train_features: Any = None) -> Any:
-    """The script's `Trainer`: the spec's hyperparameters, its fast settings (or with `pad_to_max` the QA example's)."""
-    from transformers import DataCollatorWithPadding, Trainer, TrainingArguments, default_data_collator
-
-    hp = config.hparams
-    on_cuda = config.device.startswith("cuda")
-    arguments = TrainingArguments(
-        output_dir=output_dir,
-        per_device_train_batch_size=hp["train_batch_size"],
-        per_device_eval_batch_size=hp["eval_batch_size"],
-        learning_rate=hp["learning_rate"],
-        num_train_epochs=hp["epochs"],
-        warmup_steps=hp["warmup_ratio"],  # a float below 1 is a ratio of the steps
-        lr_scheduler_type=hp["lr_schedule"],
-        weight_decay=hp["weight_decay"],
-        adam_beta1=hp["adam_beta1"],
-        adam_beta2=hp["adam_beta2"],
-        adam_epsilon=hp["adam_epsilon"],
-        max_grad_norm=hp["max_grad_norm"],
-        optim="adamw_torch_fused",
-        train_sampling_strategy="random" if pad_to_max else "group_by_length",
-        bf16=config.precision == "bf16" or (config.precision == "auto" and on_cuda),
-        use_cpu=not on_cuda,
-        seed=config.seed,
-        report_to="none",
-        save_strategy="no",
-        logging_strategy="no",
-        disable_tqdm=True,
-    )
-    collator = default_data_collator if pad_to_max else DataCollatorWithPadding(tokenizer)
-    return Trainer(model=model, args=arguments, train_dataset=train_features, data_collator=collator, processing_class=tokenizer)
-
-
-def _encode(questions: list[str], contexts: list[str], tokenizer: Any, hp: dict[str, Any], padding: str | bool) -> Any:
-    """The QA example's windows: question then context, overflowing context in windows overlapping by `doc_stride`."""
-    return tokenizer(
-        [question.lstrip() for question in questions],
-        contexts,
-        truncation="only_second",
-        max_length=hp["max_seq_length"],
-        stride=hp["doc_stride"],
-        return_overflowing_tokens=True,
-        return_offsets_mapping=True,
-        padding=padding,
-    )
-
-
-def _trainer_train_features(split: Any, tokenizer: Any, hp: dict[str, Any], padding: str | bool) -> list[dict[str, Any]]:
-    """Windows labelled with the answer's first and last token, or the CLS token when the answer is outside."""
-    pairs = [(passage, question) for passage, question in split.questions() if question.first_span is not None]
-    encoded = _encode([q.question for _, q in pairs], [p.context for p, _ in pairs], tokenizer, hp, padding)
-    features = []
-    for index, sample in enumerate(encoded["overflow_to_sample_mapping"]):
-        first_char, last_char = pairs[sample][1].first_span
-        sequence = encoded.sequence_ids(index)
-        offsets = encoded["offset_mapping"][index]
-        context = [position for position, part in enumerate(sequence) if part == 1]
-        start = end = 0
-        if offsets[context[0]][0] <= first_char and offsets[context[-1]][1] > last_char:
-            start = next(p for p in context if offsets[p][1] > first_char)
-            end = next(p for p in reversed(context) if offsets[p][0] <= last_char)
-        item = {name: encoded[name][index] for name in encoded if name not in ("offset_mapping", "overflow_to_sample_mapping")}
-        features.append({**item, "start_positions": start, "end_positions": end})
-    return features
-
-
-def trainer_train_features(split: Any, tokenizer: Any, hp: dict[str, Any]) -> Any:
-    """The Trainer script's training windows and labels (`_trainer_train_features`, unpadded) as concur's `TrainFeatures`."""
-    from collections import Counter
-
-    import numpy as np
-
-    from concur.approaches.hf_span.features import IDS, TYPES, TrainFeatures, Windows
-
-    rows = _trainer_train_features(split, tokenizer, hp, padding=False)
-    windows = Windows()
-    for row in rows:
-        types = row.get("token_type_ids")
-        windows.add(np.asarray(row["input_ids"], dtype=IDS), None if types is None else np.asarray(types, dtype=TYPES))
-    questions = sum(1 for _, question in split.questions() if question.first_span is not None)
-    return TrainFeatures(
-        windows,
-        np.asarray([row["start_positions"] for row in rows], dtype=np.int64),
-        np.asarray([row["end_positions"] for row in rows], dtype=np.int64),
-        questions,
-        Counter(),
-    )
-
-
-def _trainer_predict(trainer: Any, split: Any, tokenizer: Any, hp: dict[str, Any], padding: str | bool) -> dict[str, str]:
-    """The QA example's windows through `trainer.predict`, then its post-processing (`trainer_style_answers`)."""
-    import numpy as np
-
-    pairs, encoded, features = _trainer_test_windows(split, tokenizer, hp, padding)
-    # With length grouping, Trainer (transformers 5) evaluates in a length-grouped order too and predict()
-    # returns the logits in that order; the sampler is seeded, so asking it again gives the order to undo
-    order = np.asarray(list(trainer._get_eval_sampler(features)))
-    output = trainer.predict(features)
-    start_logits, end_logits = (np.empty_like(logits) for logits in output.predictions)
-    start_logits[order], end_logits[order] = output.predictions
-    return trainer_style_answers(pairs, encoded, list(start_logits), list(end_logits), hp)
-
-
-def _trainer_test_windows(
-    split: Any, tokenizer: Any, hp: dict[str, Any], padding: str | bool
-) -> tuple[list[Any], Any, list[dict[str, Any]]]:
-    """`(passage and question pairs, the tokenizer's encoding, one model-input dict per window)` of a test split."""
-    pairs = list(split.questions())
-    encoded = _encode([q.question for _, q in pairs], [p.context for p, _ in pairs], tokenizer, hp, padding)
-    names = [name for name in encoded if name not in ("offset_mapping", "overflow_to_sample_mapping")]
-    return pairs, encoded, [{name: encoded[name][index] for name in names} for index in range(len(encoded["input_ids"]))]
-
-
-def trainer_style_answers(
-    pairs: list[Any], encoded: Any, start_logits: list[Any], end_logits: list[Any], hp: dict[str, Any]
-) -> dict[str, str]:
-    """The QA example's post-processing: per question, the best valid span over its windows' n-best starts and ends
-    (both in the context, end not before start, at most `max_answer_length` tokens), scored by the sum of its logits."""
-    import numpy as np
-
-    best: dict[str, tuple[float, str]] = {}
-    for index, sample in enumerate(encoded["overflow_to_sample_mapping"]):
-        passage, question = pairs[sample]
-        sequence = encoded.sequence_ids(index)
-        offsets = encoded["offset_mapping"][index]
-        starts = np.argsort(start_logits[index])[::-1][: hp["n_best_size"]]
-        ends = np.argsort(end_logits[index])[::-1][: hp["n_best_size"]]
-        for start in starts:
-            for end in ends:
-                if start >= len(sequence) or end >= len(sequence) or sequence[start] != 1 or sequence[end] != 1:
-                    continue
-                if end < start or end - start + 1 > hp["max_answer_length"]:
-                    continue
-                score = float(start_logits[index][start] + end_logits[index][end])
-                if question.qid not in best or score > best[question.qid][0]:
-                    best[question.qid] = (score, passage.context[offsets[start][0] : offsets[end][1]])
-    return {question.qid: best.get(question.qid, (0.0, ""))[1] for _, question in pairs}
-
-
-def trainer_style_predict(model: Any, tokenizer: Any, split: Any, config: Config) -> dict[str, str]:
-    """`model`'s answers as the Trainer script finds them: its windows, batches in order, its post-processing."""
-    import torch
-
-    from concur.approaches.precision import autocast
-
-    hp = config.hparams
-    pairs, encoded, features = _trainer_test_windows(split, tokenizer, hp, False)
-    start_logits: list[Any] = []
-    end_logits: list[Any] = []
-    model.eval()
-    with torch.inference_mode():
-        for first in range(0, len(features), hp["eval_batch_size"]):
-            batch = tokenizer.pad(features[first : first + hp["eval_batch_size"]], return_tensors="pt").to(config.device)
-            with autocast(config.device, config.precision):
-                output = model(**batch)
-            for row, length in enumerate(batch["attention_mask"].sum(dim=1).tolist()):
-                start_logits.append(output.start_logits[row, :length].float().cpu().numpy())
-                end_logits.append(output.end_logits[row, :length].float().cpu().numpy())
-    return trainer_style_answers(pairs, encoded, start_logits, end_logits, hp)
 
 
 CHILDREN: dict[str, Callable[[Config], Measured]] = {

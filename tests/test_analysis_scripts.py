@@ -351,14 +351,14 @@ def test_random_bert_base_has_bert_base_sizes_and_the_given_tokenizer(tmp_path, 
 
 
 def test_trainer_order_batches_keep_the_pools_in_turn_longest_first_with_the_longest_window_at_the_front(monkeypatch):
-    speed_training = _load_script(monkeypatch, "speed_training")
+    trainer_parts = _load_script(monkeypatch, "trainer_parts")
 
     class Unshuffled:  # the permutation is the identity, so the pools are windows 0-3, 4-7, 8-11, 12-15
         def permutation(self, n):
             return np.arange(n)
 
     lengths = np.array([3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3])
-    batches = speed_training.trainer_order_batches(lengths, 2, Unshuffled())  # 16 // (2 * 4) = 2 batches a pool
+    batches = trainer_parts.trainer_order_batches(lengths, 2, Unshuffled())  # 16 // (2 * 4) = 2 batches a pool
     # pools sorted longest first (ties in order): [2, 0, 1, 3], [5, 7, 4, 6], [11, 8, 10, 9], [12, 14, 13, 15];
     # window 5 (length 9, the first of the longest) swaps places with window 2 at the front
     assert [batch.tolist() for batch in batches] == [[5, 0], [1, 3], [2, 7], [4, 6], [11, 8], [10, 9], [12, 14], [13, 15]]
@@ -370,8 +370,8 @@ def test_concur_as_trainer_takes_every_part_the_single_ablations_take_and_instal
     from concur.approaches import training
     from concur.approaches.hf_span import approach, loading, loss
 
-    speed_training = _load_script(monkeypatch, "speed_training")
-    parts = speed_training.TRAINERS_PARTS
+    speed_training, trainer_parts = _load_script(monkeypatch, "speed_training"), _load_script(monkeypatch, "trainer_parts")
+    parts = trainer_parts.TRAINERS_PARTS
     singles = ("concur-stock-kernels", "concur-trainer-order", "concur-trainer-data", "concur-padding-in-loss")
     assert set(parts["concur-as-trainer"]) == {part for name in singles for part in parts[name]}
     assert set(parts) <= set(speed_training.ABLATIONS)
@@ -379,12 +379,12 @@ def test_concur_as_trainer_takes_every_part_the_single_ablations_take_and_instal
                          (loss, "span_loss"), (approach, "train_features")]:  # fmt: skip
         monkeypatch.setattr(module, name, getattr(module, name))  # restored after the test
     ours = (loading.register_attention, loading.use_fast_dropout, loss.span_loss, approach.train_features)
-    speed_training.take_trainers_parts(("order",), {}, seed=0)
-    assert training.length_grouped_batches is speed_training.trainer_order_batches
+    trainer_parts.take_trainers_parts(("order",), {}, seed=0)
+    assert training.length_grouped_batches is trainer_parts.trainer_order_batches
     assert (loading.register_attention, loading.use_fast_dropout, loss.span_loss, approach.train_features) == ours
-    speed_training.take_trainers_parts(parts["concur-as-trainer"], {}, seed=0)
+    trainer_parts.take_trainers_parts(parts["concur-as-trainer"], {}, seed=0)
     assert loading.register_attention() == "sdpa" and loading.use_fast_dropout(object()) == 0
-    assert loss.span_loss is speed_training.span_loss_over_padding and approach.train_features is not ours[3]
+    assert loss.span_loss is trainer_parts.span_loss_over_padding and approach.train_features is not ours[3]
 
 
 def test_trainer_style_answers_pick_the_best_valid_span_over_a_questions_windows(monkeypatch):
@@ -393,13 +393,13 @@ def test_trainer_style_answers_pick_the_best_valid_span_over_a_questions_windows
 
     from concur.data.model import Passage, Question
 
-    speed_training = _load_script(monkeypatch, "speed_training")
+    speed_training, trainer_script = _load_script(monkeypatch, "speed_training"), _load_script(monkeypatch, "trainer_script")
     tokenizer = AutoTokenizer.from_pretrained(speed_training._shipped_weights())
     context = "the red fox jumps over the lazy dog near the old mill"
     question = Question(qid="q1", question="who jumps?", answers=["the red fox"], detected_answers=[])
     pairs = [(Passage(context=context, qas=[question]), question)]
     hp = {"max_seq_length": 16, "doc_stride": 4, "n_best_size": 3, "max_answer_length": 3}
-    encoded = speed_training._encode([question.question], [context], tokenizer, hp, False)
+    encoded = trainer_script.encode_windows([question.question], [context], tokenizer, hp, False)
     assert len(encoded["input_ids"]) > 1  # 12 context tokens read through windows of 10
     sequence = encoded.sequence_ids(0)  # [CLS] who jumps ? [SEP] the red fox ... [SEP]
     first = sequence.index(1)
@@ -411,10 +411,10 @@ def test_trainer_style_answers_pick_the_best_valid_span_over_a_questions_windows
     ends[0][first + 2] = 4.0  # "the red fox": 9.0 in all
     starts[1][sequence.index(1)] = 1.0  # another window's best valid span scores lower
     ends[1][sequence.index(1)] = 1.0
-    assert speed_training.trainer_style_answers(pairs, encoded, starts, ends, hp) == {"q1": "the red fox"}
+    assert trainer_script.trainer_style_answers(pairs, encoded, starts, ends, hp) == {"q1": "the red fox"}
     starts[1][sequence.index(1)] = 9.5  # now that window's one-token span scores 10.5
     (window_1_start,) = [offset for offset, part in zip(encoded["offset_mapping"][1], encoded.sequence_ids(1)) if part == 1][:1]
-    assert speed_training.trainer_style_answers(pairs, encoded, starts, ends, hp) == {"q1": context[window_1_start[0] : window_1_start[1]]}
+    assert trainer_script.trainer_style_answers(pairs, encoded, starts, ends, hp) == {"q1": context[window_1_start[0] : window_1_start[1]]}
 
 
 def test_span_loss_over_padding_is_the_span_heads_own_loss_and_concurs_without_padding(monkeypatch, tiny_model_dir):
@@ -425,19 +425,19 @@ def test_span_loss_over_padding_is_the_span_heads_own_loss_and_concurs_without_p
 
     from concur.approaches.hf_span.loss import span_loss
 
-    speed_training = _load_script(monkeypatch, "speed_training")
+    trainer_parts = _load_script(monkeypatch, "trainer_parts")
     model = BertForQuestionAnswering.from_pretrained(tiny_model_dir).eval()
     input_ids = torch.tensor([[101, 2054, 102, 1996, 2417, 4419, 102, 0, 0, 0], [101, 2040, 102, 1996, 2214, 4419, 2003, 2417, 2058, 102]])
     mask = (input_ids != 0).long()
     starts, ends = torch.tensor([3, 4]), torch.tensor([5, 8])
     with torch.no_grad():
         out = model(input_ids=input_ids, attention_mask=mask, start_positions=starts, end_positions=ends)
-        over_padding = speed_training.span_loss_over_padding(out.start_logits, out.end_logits, mask, starts, ends)
+        over_padding = trainer_parts.span_loss_over_padding(out.start_logits, out.end_logits, mask, starts, ends)
         assert over_padding.item() == pytest.approx(out.loss.item(), abs=1e-6)
         assert span_loss(out.start_logits, out.end_logits, mask, starts, ends).item() != pytest.approx(out.loss.item(), abs=1e-4)
         full = slice(1, 2)  # the unpadded window alone: the two losses agree
         args = (out.start_logits[full], out.end_logits[full], mask[full], starts[full], ends[full])
-        assert span_loss(*args).item() == pytest.approx(speed_training.span_loss_over_padding(*args).item(), abs=1e-6)
+        assert span_loss(*args).item() == pytest.approx(trainer_parts.span_loss_over_padding(*args).item(), abs=1e-6)
 
 
 def test_trainer_train_features_give_concur_the_trainer_scripts_windows_and_labels(monkeypatch):
@@ -447,7 +447,7 @@ def test_trainer_train_features_give_concur_the_trainer_scripts_windows_and_labe
 
     from concur.data.model import DetectedAnswer, Passage, Question, Split
 
-    speed_training = _load_script(monkeypatch, "speed_training")
+    speed_training, trainer_script = _load_script(monkeypatch, "speed_training"), _load_script(monkeypatch, "trainer_script")
     tokenizer = AutoTokenizer.from_pretrained(speed_training._shipped_weights())
     context = "the red fox jumps over the lazy dog near the old mill"
     fox = Question(qid="q1", question="who jumps?", answers=["the red fox"], detected_answers=[DetectedAnswer("the red fox", ((0, 10),))])
@@ -455,8 +455,8 @@ def test_trainer_train_features_give_concur_the_trainer_scripts_windows_and_labe
     unanswerable = Question(qid="q3", question="why?", answers=["because"], detected_answers=[])
     split = Split("toy", "train", [Passage(context=context, qas=[fox, mill, unanswerable])])
     hp = {"max_seq_length": 16, "doc_stride": 4}
-    features = speed_training.trainer_train_features(split, tokenizer, hp)
-    rows = speed_training._trainer_train_features(split, tokenizer, hp, padding=False)
+    features = trainer_script.trainer_train_features(split, tokenizer, hp)
+    rows = trainer_script.labelled_windows(split, tokenizer, hp, padding=False)
     assert features.n_questions == 2 and len(features.windows) == len(rows) > 2  # 12 context tokens in windows of 11 or 12
     for index, row in enumerate(rows):
         assert features.windows.input_ids[index].tolist() == row["input_ids"]
@@ -476,7 +476,7 @@ def test_trainer_style_decoding_finds_concurs_answers_where_each_question_has_on
     """Same model, same logits up to float noise: where a question's passage fits in one window the two decoders agree
     (concur's max-context rule and its stride only matter across windows), so the ablation measures decoding alone."""
     shared_file("mrqa/dev/SQuAD.jsonl.gz")
-    speed_training = _load_script(monkeypatch, "speed_training")
+    speed_training, trainer_script = _load_script(monkeypatch, "speed_training"), _load_script(monkeypatch, "trainer_script")
     from concur.registry.registry import default_registry
 
     hparams = {**default_registry().approach("minilm-l6").hparams, "train_batch_size": 8, "epochs": 1.0}
@@ -485,8 +485,8 @@ def test_trainer_style_decoding_finds_concurs_answers_where_each_question_has_on
         "squad-dev-carved", str(tmp_path / "data"), str(speed_training._shipped_weights()), 16, 40, hparams, "fp32", "cpu", 2, 0
     )
     run = speed_training.train_and_predict(config)
-    theirs = speed_training.trainer_style_predict(run.model, run.tokenizer, run.test, config)
-    pairs, encoded, _ = speed_training._trainer_test_windows(run.test, run.tokenizer, hparams, False)
+    theirs = trainer_script.trainer_style_predict(run.model, run.tokenizer, run.test, config)
+    pairs, encoded, _ = trainer_script.eval_windows(run.test, run.tokenizer, hparams, False)
     windows = np.bincount(encoded["overflow_to_sample_mapping"], minlength=len(pairs))
     single = [question.qid for (_, question), count in zip(pairs, windows) if count == 1]
     assert len(single) >= 30 and sorted(theirs) == sorted(run.predictions)

@@ -57,12 +57,12 @@ NO_DROPOUT = {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
 SAME_WEIGHTS = 1e-7
 
 
-def speed_training(monkeypatch):
-    """analysis/speed_training.py, imported as a module."""
+def trainer_parts(monkeypatch):
+    """analysis/trainer_parts.py, imported as a module."""
     monkeypatch.syspath_prepend(str(ANALYSIS))
-    spec = importlib.util.spec_from_file_location("speed_training", ANALYSIS / "speed_training.py")
+    spec = importlib.util.spec_from_file_location("trainer_parts", ANALYSIS / "trainer_parts.py")
     module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "speed_training", module)
+    monkeypatch.setitem(sys.modules, "trainer_parts", module)
     spec.loader.exec_module(module)
     return module
 
@@ -115,7 +115,7 @@ def train_both(precision: str, directory, monkeypatch, trainers_draws: bool = Fa
     """`STEPS` steps of concur's `train()` and of `Trainer` on the same full windows in the same order.
 
     With `trainers_draws`, dropout stays on, Trainer groups its batches by length (a random order) and concur takes
-    `analysis/speed_training.py`'s "kernels" and "draws" parts: PyTorch's attention and dropout, Trainer's sampler
+    `analysis/trainer_parts.py`'s "kernels" and "draws" parts: PyTorch's attention and dropout, Trainer's sampler
     and random stream, so that both draw the same order and the same masks.
     """
     import torch
@@ -141,7 +141,7 @@ def train_both(precision: str, directory, monkeypatch, trainers_draws: bool = Fa
         for name in ("register_attention", "use_fast_dropout"):
             monkeypatch.setattr(loading, name, getattr(loading, name))  # restored after the test
         monkeypatch.setattr(training, "length_grouped_batches", training.length_grouped_batches)
-        speed_training(monkeypatch).take_trainers_parts(("kernels", "draws"), {}, seed=0)
+        trainer_parts(monkeypatch).take_trainers_parts(("kernels", "draws"), {}, seed=0)
     else:
         monkeypatch.setattr(training, "length_grouped_batches", lambda lengths, size, rng: np.arange(len(lengths)).reshape(-1, size))
     concur = build_approach(spec, spec.hparams)
