@@ -140,6 +140,23 @@ def _refused(tmp_path, script: str, *args: str) -> subprocess.CompletedProcess[s
     return ran
 
 
+def test_speed_model_load_times_a_forked_jobs_first_load_and_the_later_ones(tmp_path, tiny_model_dir):
+    from transformers import BertForQuestionAnswering
+
+    command = [sys.executable, str(REPO / "analysis" / "speed_model_load.py"), "--model-path", str(tiny_model_dir), "--loads", "3"]
+    ran = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    parameters = sum(parameter.numel() for parameter in BertForQuestionAnswering.from_pretrained(tiny_model_dir).parameters())
+    assert f"minilm-l6: BertForQuestionAnswering from --model-path {tiny_model_dir}, {parameters:,} parameters" in ran.stdout
+    (first,) = re.findall(r"first load \(a forked job's\): (\d+\.\d+) s", ran.stdout)
+    (later,) = re.findall(r"later loads: (.+) s; median", ran.stdout)
+    assert float(first) > 0 and len(later.split(", ")) == 2 and all(float(value) > 0 for value in later.split(", "))
+    refused = subprocess.run([*command[:-1], "1"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert refused.returncode != 0 and "--loads 1: give at least 2" in refused.stderr and "Traceback" not in refused.stderr
+    unknown = subprocess.run([*command, "--approach", "minilm-l7"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert unknown.returncode != 0 and unknown.stderr.strip() == "unknown approach 'minilm-l7'; did you mean 'minilm-l6'?"
+
+
 def test_speed_compile_names_an_unknown_mode_before_any_work(tmp_path):
     ran = _refused(tmp_path, "speed_compile.py", "--modes", "eager,jit")
     assert ran.returncode == 1 and ran.stderr.strip() == "--modes: unknown jit; choose from eager, compiled"
