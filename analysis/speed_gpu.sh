@@ -10,7 +10,8 @@
 # short keeps what it finished:
 #   attention   attention.txt: what a new sequence length costs each SDPA backend (speed_attention.py)
 #   training    speed-training-bert-base.json: concur, its ablations (stock kernels; --cuda-graphs) and both Trainer
-#               settings, bert-base-sized random weights; then 2 and 4 concur jobs sharing the GPU
+#               settings, bert-base-sized random weights; then 2 and 4 concur jobs sharing the GPU, eager and with
+#               --cuda-graphs
 #   readers     readers.txt: every reader that needs no spaCy (speed_readers.py)
 #   epochs      reader-epochs.txt: a full-SQuAD-sized epoch (87,599 questions) of each BiDAF-class reader, measured
 #   compile     speed-compile.json: hf-span eager against its model under torch.compile, the inductor cache cold
@@ -38,6 +39,7 @@ attention() { python3 "$here/speed_attention.py" | tee "$out/attention.txt"; }
 training() {
     python3 "$here/speed_training.py" --device cuda --source-dir "$data" --model-path "$minilm" --random-weights \
         --systems concur,concur-cuda-graphs,concur-stock-kernels,trainer-fast,trainer-pad384 --sharing 2,4 \
+        --sharing-systems concur,concur-cuda-graphs \
         --train-questions 4096 --test-questions 1000 --out "$out/speed-training-bert-base.json"
 }
 readers() {

@@ -86,6 +86,7 @@ from concur.approaches.precision import PRECISIONS  # imports neither torch nor 
 from concur.errors import closest
 
 SYSTEMS = ("concur", "trainer-fast", "trainer-pad384")
+SHARING_SYSTEMS = ("concur", "concur-cuda-graphs")  # what --sharing can start several of at once
 ABLATIONS = (
     "concur-stock-kernels",
     "concur-cuda-graphs",
@@ -143,6 +144,11 @@ def main() -> None:
         help="comma-separated job counts, e.g. 2,4: afterwards, that many concur runs at once on the device (seeds from --seed, "
         "--threads split between them), as a grid packs small jobs onto one GPU; reports jobs/hour against one at a time",
     )
+    parser.add_argument(
+        "--sharing-systems",
+        default="concur",
+        help=f"comma-separated, from {', '.join(SHARING_SYSTEMS)}: which concur runs --sharing starts together, each system's in turn",
+    )
     parser.add_argument("--out", type=Path, default=Path("runs/bench/speed-training.json"))
     parser.add_argument("--child", choices=SYSTEMS + ABLATIONS, help=argparse.SUPPRESS)
     parser.add_argument("--config", help=argparse.SUPPRESS)
@@ -151,22 +157,28 @@ def main() -> None:
         config = Config(**json.loads(args.config))
         print(json.dumps(asdict(CHILDREN[args.child](config))))
         return
-    systems = [name.strip() for name in args.systems.split(",") if name.strip()]
-    known = SYSTEMS + ABLATIONS
-    if not systems:
-        raise SystemExit(f"--systems names no system; choose from {', '.join(known)}")
-    unknown = sorted(set(systems) - set(known))
-    if unknown:
-        hints = [f"{name!r} (did you mean {hint!r}?)" if (hint := closest(name, known)) else repr(name) for name in unknown]
-        raise SystemExit(f"unknown system {', '.join(hints)}; choose from {', '.join(known)}")
-    if "concur-cuda-graphs" in systems and not args.device.startswith("cuda"):
+    systems = _system_names("--systems", args.systems, SYSTEMS + ABLATIONS)
+    sharing_systems = _system_names("--sharing-systems", args.sharing_systems, SHARING_SYSTEMS)
+    if "concur-cuda-graphs" in systems + sharing_systems and not args.device.startswith("cuda"):
         raise SystemExit(f"concur-cuda-graphs records CUDA graphs: it needs --device cuda, not {args.device}")
     with tempfile.TemporaryDirectory(prefix="speed-training-") as scratch:
         config = config_from_args(args, Path(scratch))
-        _benchmark(args, systems, config)
+        _benchmark(args, systems, sharing_systems, config)
 
 
-def _benchmark(args: argparse.Namespace, systems: list[str], config: Config) -> None:
+def _system_names(option: str, text: str, known: tuple[str, ...]) -> list[str]:
+    """The comma-separated system names of `option`, each one of `known`; else the exit message names the closest."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise SystemExit(f"{option} names no system; choose from {', '.join(known)}")
+    unknown = sorted(set(names) - set(known))
+    if unknown:
+        hints = [f"{name!r} (did you mean {hint!r}?)" if (hint := closest(name, known)) else repr(name) for name in unknown]
+        raise SystemExit(f"unknown system {', '.join(hints)} in {option}; choose from {', '.join(known)}")
+    return names
+
+
+def _benchmark(args: argparse.Namespace, systems: list[str], sharing_systems: list[str], config: Config) -> None:
     machine = _machine(config)
     print(f"machine: {machine['device']}, {config.threads} threads; torch {machine['torch']}, transformers {machine['transformers']}")
     print(f"model: {config.model_path}")
@@ -185,7 +197,7 @@ def _benchmark(args: argparse.Namespace, systems: list[str], config: Config) -> 
                 flush=True,
             )
     summary = _summary(runs, systems)
-    sharing = [_shared(config, jobs) for jobs in args.sharing]
+    sharing = [_shared(config, jobs, system) for system in sharing_systems for jobs in args.sharing]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     report = {"machine": machine, "config": asdict(config), "runs": [asdict(r) for r in runs], "summary": summary, "sharing": sharing}
     args.out.write_text(json.dumps(report, indent=2) + "\n")
@@ -294,19 +306,25 @@ def _child_result(system: str, round_: int, child: subprocess.Popen[str]) -> Mea
     return Measured(**{**json.loads(output.strip().splitlines()[-1]), "round": round_})
 
 
-def _shared(config: Config, jobs: int) -> dict[str, Any]:
-    """`jobs` concur runs started together on one device, each with its share of the threads and its own seed."""
+def _shared(config: Config, jobs: int, system: str) -> dict[str, Any]:
+    """`jobs` runs of `system` started together on one device, each with its share of the threads and its own seed."""
     shares = [replace(config, seed=config.seed + index, threads=max(1, config.threads // jobs)) for index in range(jobs)]
     started = time.perf_counter()
-    children = [_start_child("concur", share) for share in shares]
-    runs = [_child_result("concur", 0, child) for child in children]
+    children = [_start_child(system, share) for share in shares]
+    runs = [_child_result(system, 0, child) for child in children]
     seconds = time.perf_counter() - started
     print(
-        f"{jobs} concur jobs at once: {seconds:.1f} s, {jobs * 3600 / seconds:.0f} jobs/hour, "
+        f"{jobs} {system} jobs at once: {seconds:.1f} s, {jobs * 3600 / seconds:.0f} jobs/hour, "
         f"train {sum(run.train_windows for run in runs) / max(run.train_seconds for run in runs):.1f} windows/s together",
         flush=True,
     )
-    return {"jobs": jobs, "wall_seconds": seconds, "jobs_per_hour": jobs * 3600 / seconds, "runs": [asdict(run) for run in runs]}
+    return {
+        "system": system,
+        "jobs": jobs,
+        "wall_seconds": seconds,
+        "jobs_per_hour": jobs * 3600 / seconds,
+        "runs": [asdict(run) for run in runs],
+    }
 
 
 def _summary(runs: list[Measured], systems: list[str]) -> dict[str, Any]:

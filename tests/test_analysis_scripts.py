@@ -100,6 +100,7 @@ def test_speed_training_shares_the_device_between_concurrent_jobs_and_gives_each
     assert [(run["round"], run["seed"]) for run in report["runs"]] == [(0, 0), (1, 1)]  # round r runs with seed r
     assert "concur EM by seed: seed 0 " in out
     (sharing,) = report["sharing"]
+    assert sharing["system"] == "concur"
     assert sharing["jobs"] == 2 and sharing["jobs_per_hour"] == pytest.approx(2 * 3600 / sharing["wall_seconds"])
     assert [run["optimizer_steps"] for run in sharing["runs"]] == [2, 2]
     assert all(run["eval_questions"] == 10 for run in sharing["runs"])
@@ -328,20 +329,25 @@ def test_speed_step_times_a_reader_on_fixed_batches_and_the_comparison_runs_it(t
 
 
 @pytest.mark.parametrize(
-    ("systems", "error"),
+    ("option", "systems", "error", "choices"),
     [
-        ("concur,concur-trainer-ordr", "unknown system 'concur-trainer-ordr' (did you mean 'concur-trainer-order'?); choose from "),
-        (" , ", "--systems names no system; choose from "),
+        ("--systems", "concur,concur-trainer-ordr",
+         "unknown system 'concur-trainer-ordr' (did you mean 'concur-trainer-order'?) in --systems; choose from ",
+         "concur-padding-in-loss, concur-as-trainer, concur-trainer-replay"),
+        ("--systems", " , ", "--systems names no system; choose from ", "concur-as-trainer, concur-trainer-replay"),
+        ("--sharing-systems", "concur-cuda-graph",
+         "unknown system 'concur-cuda-graph' (did you mean 'concur-cuda-graphs'?) in --sharing-systems; choose from ",
+         "choose from concur, concur-cuda-graphs"),
     ],
-)
-def test_speed_training_names_a_wrong_or_empty_system_list_in_one_line_before_any_work(tmp_path, systems, error):
+)  # fmt: skip
+def test_speed_training_names_a_wrong_or_empty_system_list_in_one_line_before_any_work(tmp_path, option, systems, error, choices):
     ran = subprocess.run(
-        [sys.executable, str(REPO / "analysis" / "speed_training.py"), "--systems", systems, "--out", str(tmp_path / "out.json")],
+        [sys.executable, str(REPO / "analysis" / "speed_training.py"), option, systems, "--out", str(tmp_path / "out.json")],
         capture_output=True, text=True, timeout=120, cwd=tmp_path,
     )  # fmt: skip
     assert ran.returncode == 1 and ran.stdout == "" and "Traceback" not in ran.stderr
     assert ran.stderr.startswith(error) and len(ran.stderr.strip().splitlines()) == 1
-    assert ran.stderr.strip().endswith("concur-padding-in-loss, concur-as-trainer, concur-trainer-replay")
+    assert ran.stderr.strip().endswith(choices)
     assert not (tmp_path / "out.json").exists()
 
 
@@ -585,8 +591,9 @@ def test_speed_training_names_a_bad_sharing_list_before_any_work(tmp_path):
     assert "argument --sharing: expected comma-separated job counts of at least 2, e.g. 2,4; got '2,x'" in ran.stderr
 
 
-def test_speed_training_refuses_cuda_graphs_off_cuda_before_any_work(tmp_path):
-    ran = _refused(tmp_path, "speed_training.py", "--systems", "concur,concur-cuda-graphs", "--device", "cpu")
+@pytest.mark.parametrize("option", ["--systems", "--sharing-systems"])
+def test_speed_training_refuses_cuda_graphs_off_cuda_before_any_work(tmp_path, option):
+    ran = _refused(tmp_path, "speed_training.py", option, "concur,concur-cuda-graphs", "--device", "cpu")
     assert ran.returncode == 1 and ran.stderr.strip() == "concur-cuda-graphs records CUDA graphs: it needs --device cuda, not cpu"
 
 
