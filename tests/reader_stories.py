@@ -110,3 +110,46 @@ def story_data(max_word_chars: int, max_answer_length: int) -> tuple:
         linguistic=False,
     )
     return encoded, inputs
+
+
+def tiny_story_model(model_class: type, hp, linguistic: bool = False) -> tuple:
+    """`(model, encoded split)`: a `model_class` reader with hyperparameters `hp` over STORIES, with seeded random 6-d
+    word vectors (and tag embeddings when `linguistic`)."""
+    from concur.approaches.reader.batch import n_features
+    from concur.approaches.reader.encode import analyse, build_vocabularies, encode
+    from concur.approaches.reader.inputs import ReaderInputs
+
+    torch.manual_seed(0)
+    analysed = analyse(tiny_split(), None, 0)
+    vocabularies = build_vocabularies(analysed)
+    data = encode(analysed, vocabularies, hp.max_word_chars, hp.max_answer_length)
+    vectors = torch.randn(len(vocabularies.words), 6)
+    inputs = ReaderInputs(vectors, 2, len(vocabularies.chars), 5, 4, n_features(linguistic), linguistic)
+    return model_class(hp, inputs), data
+
+
+def assert_scores_have_the_batchs_shape(model: torch.nn.Module, encoded, linguistic: bool = False) -> None:
+    """Start and end scores for every passage position of a three-question batch, finite, and no span scores."""
+    from concur.approaches.reader.batch import collate
+
+    batch = collate(encoded, [0, 1, 2], linguistic)
+    logits = model(batch)
+    assert logits.start.shape == logits.end.shape == batch.c_mask.shape
+    assert logits.spans is None and torch.isfinite(logits.start).all() and torch.isfinite(logits.end).all()
+
+
+def assert_padding_does_not_change_the_scores(
+    model: torch.nn.Module, encoded, short: int, long: int, rtol: float, atol: float, linguistic: bool = False
+) -> None:
+    """Question `short`'s scores alone equal its scores batched after question `long`, whose passage and question
+    both pad it."""
+    from concur.approaches.reader.batch import collate
+
+    model.eval()
+    alone = model(collate(encoded, [short], linguistic))
+    padded_batch = collate(encoded, [long, short], linguistic)
+    n = int(padded_batch.c_mask[1].sum())
+    assert n < padded_batch.c_mask.shape[1] and padded_batch.q_mask[1].sum() < padded_batch.q_mask.shape[1]
+    padded = model(padded_batch)
+    torch.testing.assert_close(padded.start[1, :n], alone.start[0, :n], rtol=rtol, atol=atol)
+    torch.testing.assert_close(padded.end[1, :n], alone.end[0, :n], rtol=rtol, atol=atol)

@@ -10,16 +10,22 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from concur.approaches.base import RunContext, build_approach  # noqa: E402
-from concur.approaches.reader.batch import collate, n_features  # noqa: E402
-from concur.approaches.reader.encode import EncodedSplit, analyse, build_vocabularies, encode  # noqa: E402
-from concur.approaches.reader.inputs import ReaderInputs  # noqa: E402
+from concur.approaches.reader.batch import collate  # noqa: E402
+from concur.approaches.reader.encode import EncodedSplit  # noqa: E402
 from concur.approaches.reader.models.mnemonic_reader import SFU, CharBiLSTM, MnemonicReader, PointerScorer  # noqa: E402
 from concur.data.babi import read_babi  # noqa: E402
 from concur.data.model import Split  # noqa: E402
 from concur.registry.hparams import build_hparams  # noqa: E402
 from concur.registry.registry import default_registry  # noqa: E402
 from tests.conftest import shared_file  # noqa: E402
-from tests.reader_stories import fit_losses, one_thread, tiny_split  # noqa: E402, F401
+from tests.reader_stories import (  # noqa: E402, F401
+    assert_padding_does_not_change_the_scores,
+    assert_scores_have_the_batchs_shape,
+    fit_losses,
+    one_thread,
+    tiny_split,
+    tiny_story_model,
+)
 from tests.spacy_pipeline import build_babi_pipeline  # noqa: E402
 
 APPROACH = "mnemonic-reader"
@@ -33,22 +39,11 @@ def small_hparams(**overrides):
 
 
 def tiny_model(linguistic: bool = False, **overrides) -> tuple[MnemonicReader, EncodedSplit]:
-    torch.manual_seed(0)
-    hp = small_hparams(**overrides)
-    analysed = analyse(tiny_split(), None, 0)
-    vocabularies = build_vocabularies(analysed)
-    data = encode(analysed, vocabularies, hp.max_word_chars, hp.max_answer_length)
-    vectors = torch.randn(len(vocabularies.words), 6)
-    inputs = ReaderInputs(vectors, 2, len(vocabularies.chars), 5, 4, n_features(linguistic), linguistic)
-    return MnemonicReader(hp, inputs), data
+    return tiny_story_model(MnemonicReader, small_hparams(**overrides), linguistic)
 
 
 def test_output_shapes():
-    model, data = tiny_model()
-    batch = collate(data, [0, 1, 2], linguistic=False)
-    logits = model(batch)
-    assert logits.start.shape == logits.end.shape == batch.c_mask.shape
-    assert logits.spans is None and torch.isfinite(logits.start).all() and torch.isfinite(logits.end).all()
+    assert_scores_have_the_batchs_shape(*tiny_model())
 
 
 def test_linguistic_features_add_tag_embeddings():
@@ -59,15 +54,8 @@ def test_linguistic_features_add_tag_embeddings():
 
 
 def test_padding_does_not_change_a_questions_scores():
-    model, data = tiny_model()
-    model.eval()
-    short, long = 0, 2  # the shortest passage and question, then the longest of both
-    alone = model(collate(data, [short], linguistic=False))
-    padded = model(collate(data, [long, short], linguistic=False))
-    n = len(data.contexts[short].words)
-    assert padded.start.shape[1] > n
-    torch.testing.assert_close(padded.start[1, :n], alone.start[0, :n], rtol=1e-4, atol=1e-5)
-    torch.testing.assert_close(padded.end[1, :n], alone.end[0, :n], rtol=1e-4, atol=1e-5)
+    # the shortest passage and question, then the longest of both
+    assert_padding_does_not_change_the_scores(*tiny_model(), short=0, long=2, rtol=1e-4, atol=1e-5)
 
 
 def one_word_passage(batch, row: int):

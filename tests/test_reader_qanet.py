@@ -12,7 +12,13 @@ from concur.approaches.reader.batch import collate  # noqa: E402
 from concur.approaches.reader.models.qanet import EncoderStack, QANet, QANetApproach, depthwise_over_time, position_encoding  # noqa: E402
 from concur.registry import default_registry  # noqa: E402
 from concur.registry.hparams import build_hparams  # noqa: E402
-from tests.reader_stories import LAST_SENTENCE_STORIES, fit_losses, story_data  # noqa: E402
+from tests.reader_stories import (  # noqa: E402
+    LAST_SENTENCE_STORIES,
+    assert_padding_does_not_change_the_scores,
+    assert_scores_have_the_batchs_shape,
+    fit_losses,
+    story_data,
+)
 
 
 def small_hparams(**changes):
@@ -39,26 +45,14 @@ def data():
 def test_output_shapes(data):
     encoded, inputs = data
     torch.manual_seed(0)
-    model = QANet(small_hparams(), inputs)
-    batch = collate(encoded, [0, 1, 2], False)
-    logits = model(batch)
-    length = batch.c_words.shape[1]
-    assert logits.start.shape == logits.end.shape == (3, length) and logits.spans is None
-    assert torch.isfinite(logits.start).all() and torch.isfinite(logits.end).all()
+    assert_scores_have_the_batchs_shape(QANet(small_hparams(), inputs), encoded)
 
 
 def test_padding_does_not_change_the_scores(data):
     encoded, inputs = data
     torch.manual_seed(0)
-    model = QANet(small_hparams(), inputs).eval()
     # question 2 has the shortest passage; question 1 the longest passage and question
-    alone = model(collate(encoded, [2], False))
-    padded_batch = collate(encoded, [1, 2], False)
-    assert padded_batch.c_mask[1].sum() < padded_batch.c_mask.shape[1] and padded_batch.q_mask[1].sum() < padded_batch.q_mask.shape[1]
-    padded = model(padded_batch)
-    n = int(padded_batch.c_mask[1].sum())
-    torch.testing.assert_close(padded.start[1, :n], alone.start[0], rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(padded.end[1, :n], alone.end[0], rtol=1e-5, atol=1e-5)
+    assert_padding_does_not_change_the_scores(QANet(small_hparams(), inputs), encoded, short=2, long=1, rtol=1e-5, atol=1e-5)
 
 
 def test_a_few_steps_make_the_loss_fall(data):
