@@ -1,6 +1,6 @@
 """Seconds an hf-span job spends loading its tokenizer and model, in a process that imported what a forked worker finds.
 
-Run: `python analysis/speed_model_load.py [--approach minilm-l6] [--model-path DIR] [--loads 3] [--threads 2]`.
+Run: `python analysis/speed_model_load.py [--approach minilm-l6] [--model-path DIR] [--loads 3] [--threads N]`.
 The process first imports what the local pool's zygote imports for the approach (`concur.runner.zygote.PRELOAD`
 and `concur.runner.pool.worker_modules`), so it starts where a forked job of a grid starts; then it loads the
 approach's tokenizer and span model (`load_pretrained`, each load seeded alike) `--loads` times. The first load
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import platform
 import statistics
 import time
@@ -27,7 +28,7 @@ def main() -> None:
     parser.add_argument("--approach", default="minilm-l6")
     parser.add_argument("--model-path", type=Path, default=None, help="default: where the approach's spec finds its weights")
     parser.add_argument("--loads", type=int, default=3, help="at least 2: the first, as a forked job loads, and the later ones")
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     args = parser.parse_args()
     if args.loads < 2:
         raise SystemExit(f"--loads {args.loads}: give at least 2 (the first load, then the ones it is compared with)")

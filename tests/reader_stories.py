@@ -128,26 +128,24 @@ def tiny_story_model(model_class: type, hp, linguistic: bool = False) -> tuple:
     return model_class(hp, inputs), data
 
 
-def assert_scores_have_the_batchs_shape(model: torch.nn.Module, encoded, linguistic: bool = False) -> None:
-    """Start and end scores for every passage position of a three-question batch, finite, and no span scores."""
+def assert_scores_have_the_batchs_shape(model: torch.nn.Module, encoded) -> None:
+    """Start and end scores for every passage position of a three-question batch (no tags), finite, and no span scores."""
     from concur.approaches.reader.batch import collate
 
-    batch = collate(encoded, [0, 1, 2], linguistic)
+    batch = collate(encoded, [0, 1, 2], False)
     logits = model(batch)
     assert logits.start.shape == logits.end.shape == batch.c_mask.shape
     assert logits.spans is None and torch.isfinite(logits.start).all() and torch.isfinite(logits.end).all()
 
 
-def assert_padding_does_not_change_the_scores(
-    model: torch.nn.Module, encoded, short: int, long: int, rtol: float, atol: float, linguistic: bool = False
-) -> None:
+def assert_padding_does_not_change_the_scores(model: torch.nn.Module, encoded, short: int, long: int, rtol: float, atol: float) -> None:
     """Question `short`'s scores alone equal its scores batched after question `long`, whose passage and question
     both pad it."""
     from concur.approaches.reader.batch import collate
 
     model.eval()
-    alone = model(collate(encoded, [short], linguistic))
-    padded_batch = collate(encoded, [long, short], linguistic)
+    alone = model(collate(encoded, [short], False))
+    padded_batch = collate(encoded, [long, short], False)
     n = int(padded_batch.c_mask[1].sum())
     assert n < padded_batch.c_mask.shape[1] and padded_batch.q_mask[1].sum() < padded_batch.q_mask.shape[1]
     padded = model(padded_batch)

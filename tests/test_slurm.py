@@ -30,9 +30,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]
 
 @pytest.fixture(scope="module")
 def slurm() -> None:
-    """A Slurm that answers: as root, the one .ci/slurm-up leaves (it starts one, or restarts one whose node has
-    fewer than this machine's cores, and otherwise does nothing); else the running one; skipped, with the reason,
-    if neither."""
+    """A Slurm that answers: as root, the one .ci/slurm-up leaves (it starts one, restarts one whose node has fewer
+    than this machine's cores, or else pins the running one's daemons to every online core); else the running one;
+    skipped, with the reason, if neither."""
     if os.geteuid() != 0:
         if _slurm_answers():
             return
