@@ -49,7 +49,10 @@ def main() -> None:
     for _ in range(args.loads):
         torch.manual_seed(0)
         started = time.perf_counter()
-        loaded = load_pretrained(spec, args.model_path, lambda line: None)
+        try:
+            loaded = load_pretrained(spec, args.model_path, lambda line: None)
+        except ConcurError as error:  # no such directory, no usable config, weights or tokenizer there
+            raise SystemExit(str(error)) from None
         seconds.append(time.perf_counter() - started)
     parameters = sum(parameter.numel() for parameter in loaded.model.parameters())
     print(f"machine: {platform.processor() or platform.machine()}, {args.threads} threads; torch {torch.__version__}")

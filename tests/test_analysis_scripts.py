@@ -156,6 +156,12 @@ def test_speed_model_load_times_a_forked_jobs_first_load_and_the_later_ones(tmp_
     assert refused.returncode != 0 and "--loads 1: give at least 2" in refused.stderr and "Traceback" not in refused.stderr
     unknown = subprocess.run([*command, "--approach", "minilm-l7"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert unknown.returncode != 0 and unknown.stderr.strip() == "unknown approach 'minilm-l7'; did you mean 'minilm-l6'?"
+    (tmp_path / "corrupt").mkdir()
+    (tmp_path / "corrupt" / "config.json").write_text("{not json")
+    corrupt_command = [*command[:2], "--model-path", str(tmp_path / "corrupt")]
+    corrupt = subprocess.run(corrupt_command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert corrupt.returncode != 0 and "Traceback" not in corrupt.stderr and len(corrupt.stderr.strip().splitlines()) == 1
+    assert corrupt.stderr.startswith(f"approach 'minilm-l6': --model-path {tmp_path / 'corrupt'} holds no usable config.json")
 
 
 def test_speed_compile_names_an_unknown_mode_before_any_work(tmp_path):
