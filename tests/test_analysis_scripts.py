@@ -61,16 +61,16 @@ def test_readers_check_trains_and_scores_a_reader(tmp_path):
 
 
 @pytest.mark.slow
-def test_speed_training_runs_concur_and_both_trainer_settings_on_the_same_questions(tmp_path):
+def test_speed_training_runs_concur_and_both_trainer_settings_on_the_same_questions_then_shares_the_device(tmp_path):
     """Each system trains one step's worth of windows; the JSON holds every run and concur's ratios. concur replaying
-    Trainer's parts and draws trains the model Trainer trains: the same EM and F1."""
+    Trainer's parts and draws trains the model Trainer trains: the same EM and F1. Then two concur jobs run at once."""
     pytest.importorskip("accelerate", reason="transformers' Trainer needs accelerate (pip install 'concur[test]')")
     shared_file("mrqa/dev/SQuAD.jsonl.gz")
     out_file = tmp_path / "speed.json"
     systems = "concur,trainer-fast,trainer-pad384,concur-trainer-decoding,concur-trainer-replay"
     out = _script(
         tmp_path, "speed_training.py", "--systems", systems, "--train-questions", "12", "--test-questions", "10", "--batch-size", "8",
-        "--out", str(out_file),
+        "--sharing", "2", "--sharing-systems", "concur", "--out", str(out_file),
     )  # fmt: skip
     report = json.loads(out_file.read_text())
     runs = {run["system"]: run for run in report["runs"]}
@@ -86,25 +86,37 @@ def test_speed_training_runs_concur_and_both_trainer_settings_on_the_same_questi
     ]  # fmt: skip
     assert report["config"]["hparams"]["train_batch_size"] == 8 and report["machine"]["threads"] >= 1
     assert "| concur/trainer-fast |" in out and f"written: {out_file}" in out
-
-
-@pytest.mark.slow
-def test_speed_training_shares_the_device_between_concurrent_jobs_and_gives_each_round_its_seed(tmp_path):
-    shared_file("mrqa/dev/SQuAD.jsonl.gz")
-    out_file = tmp_path / "speed.json"
-    out = _script(
-        tmp_path, "speed_training.py", "--systems", "concur", "--sharing", "2", "--threads", "2", "--train-questions", "12",
-        "--test-questions", "10", "--batch-size", "8", "--rounds", "2", "--new-seed-each-round", "--out", str(out_file),
-    )  # fmt: skip
-    report = json.loads(out_file.read_text())
-    assert [(run["round"], run["seed"]) for run in report["runs"]] == [(0, 0), (1, 1)]  # round r runs with seed r
-    assert "concur EM by seed: seed 0 " in out
     (sharing,) = report["sharing"]
-    assert sharing["system"] == "concur"
-    assert sharing["jobs"] == 2 and sharing["jobs_per_hour"] == pytest.approx(2 * 3600 / sharing["wall_seconds"])
-    assert [run["optimizer_steps"] for run in sharing["runs"]] == [2, 2]
-    assert all(run["eval_questions"] == 10 for run in sharing["runs"])
+    assert sharing["system"] == "concur" and sharing["jobs"] == 2
+    assert sharing["jobs_per_hour"] == pytest.approx(2 * 3600 / sharing["wall_seconds"])
+    shared = sharing["runs"]
+    assert [run["seed"] for run in shared] == [0, 1]  # the jobs of a device get seeds from --seed
+    assert [(run["optimizer_steps"], run["eval_questions"]) for run in shared] == [(2, 10), (2, 10)]
+    assert shared[0]["train_windows"] == runs["concur"]["train_windows"]  # the same questions as concur's seed-0 run
     assert "2 concur jobs at once:" in out
+
+
+def test_speed_training_gives_round_r_seed_r_and_reports_em_by_seed(monkeypatch, tmp_path, capsys):
+    """--new-seed-each-round: the rounds' runs are paired by seed, and the report gives each system's EM by seed."""
+    speed_training = _load_script(monkeypatch, "speed_training")
+    ran = []
+
+    def run_child(system, round_, config):  # the measured run of a child, without starting one
+        ran.append((system, round_, config.seed))
+        em = {"concur": 40.0, "trainer-fast": 41.0}[system] + config.seed
+        return speed_training.Measured(system, round_, 16, 2, 4.0, 10, 1.0, 6.0, 900.0, em, em + 10, seed=config.seed)
+
+    monkeypatch.setattr(speed_training, "_run_child", run_child)
+    monkeypatch.setattr(speed_training, "_machine", lambda config: {"device": "test CPU", "torch": "-", "transformers": "-"})
+    config = speed_training.Config("squad-dev-carved", str(tmp_path), "model", 12, 10, {}, "auto", "cpu", 2, seed=5)
+    args = argparse.Namespace(rounds=2, new_seed_each_round=True, sharing=[], out=tmp_path / "speed.json")
+    speed_training._benchmark(args, ["concur", "trainer-fast"], [], config)
+    assert ran == [("concur", 0, 5), ("trainer-fast", 0, 5), ("concur", 1, 6), ("trainer-fast", 1, 6)]
+    report = json.loads(args.out.read_text())
+    assert [(run["round"], run["seed"]) for run in report["runs"]] == [(0, 5), (0, 5), (1, 6), (1, 6)]
+    assert report["summary"]["medians"]["concur"]["em_by_seed"] == {"5": 45.0, "6": 46.0}
+    out = capsys.readouterr().out
+    assert "concur EM by seed: seed 5 45.0, seed 6 46.0" in out
 
 
 @pytest.mark.slow
