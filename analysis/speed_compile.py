@@ -30,6 +30,8 @@ from benchmark_sides import DEFAULT_BENCHMARK
 from speed_training import STEP_LINE, config_from_args, import_before_the_clock, steady_rate, train_and_predict
 from training_runs import Config, gold_answers
 
+from concur.devices import usable_cores
+
 MODES = ("eager", "compiled")
 
 
@@ -104,7 +106,7 @@ def main() -> None:
     parser.add_argument("--test-questions", type=int, default=1000)
     parser.add_argument("--batch-size", type=int, default=None, help="default: the approach spec's train_batch_size")
     parser.add_argument("--device", default="cuda")
-    parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--threads", type=int, default=usable_cores())
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--model-path", type=Path, default=None, help="default: the weights minilm-l6 ships with")
     parser.add_argument("--random-weights", action="store_true", help="a bert-base-sized BERT of seeded random weights (speed_training.py)")

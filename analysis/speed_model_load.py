@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import platform
 import statistics
 import time
 from pathlib import Path
 
+from concur.devices import usable_cores
 from concur.errors import ConcurError
 from concur.registry.registry import default_registry
 
@@ -28,7 +28,7 @@ def main() -> None:
     parser.add_argument("--approach", default="minilm-l6")
     parser.add_argument("--model-path", type=Path, default=None, help="default: where the approach's spec finds its weights")
     parser.add_argument("--loads", type=int, default=3, help="at least 2: the first, as a forked job loads, and the later ones")
-    parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--threads", type=int, default=usable_cores())
     args = parser.parse_args()
     if args.loads < 2:
         raise SystemExit(f"--loads {args.loads}: give at least 2 (the first load, then the ones it is compared with)")

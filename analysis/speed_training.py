@@ -62,7 +62,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import re
 import statistics
@@ -83,6 +82,7 @@ from trainer_script import build_trainer, predict_with_trainer, run_trainer, tra
 from training_runs import APPROACH, Config, Measured, benchmark_splits, measure_run
 
 from concur.approaches.precision import PRECISIONS  # imports neither torch nor transformers
+from concur.devices import usable_cores
 from concur.errors import closest
 
 SYSTEMS = ("concur", "trainer-fast", "trainer-pad384")
@@ -122,7 +122,7 @@ def main() -> None:
     parser.add_argument("--systems", default=",".join(SYSTEMS), help=f"comma-separated, from {', '.join(SYSTEMS + ABLATIONS)}")
     parser.add_argument("--rounds", type=int, default=1, help="interleaved repetitions of every system")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--threads", type=int, default=usable_cores())
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--new-seed-each-round",

@@ -104,7 +104,10 @@ def test_speed_training_gives_round_r_seed_r_and_reports_em_by_seed(monkeypatch,
     def run_child(system, round_, config):  # the measured run of a child, without starting one
         ran.append((system, round_, config.seed))
         em = {"concur": 40.0, "trainer-fast": 41.0}[system] + config.seed
-        return speed_training.Measured(system, round_, 16, 2, 4.0, 10, 1.0, 6.0, 900.0, em, em + 10, seed=config.seed)
+        return speed_training.Measured(
+            system=system, round=round_, train_windows=16, optimizer_steps=2, train_seconds=4.0, eval_questions=10, eval_seconds=1.0,
+            total_seconds=6.0, peak_memory_mb=900.0, em=em, f1=em + 10, seed=config.seed,
+        )  # fmt: skip
 
     monkeypatch.setattr(speed_training, "_run_child", run_child)
     monkeypatch.setattr(speed_training, "_machine", lambda config: {"device": "test CPU", "torch": "-", "transformers": "-"})
