@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 
 from concur.approaches.base import RunContext, build_approach
-from concur.approaches.precision import PRECISIONS
+from concur.approaches.precision import PRECISIONS, device_precision_problem
 from concur.approaches.reader.settings import with_spacy_pipeline
 from concur.baselines import lexical_overlap_answers
 from concur.data.model import Split
@@ -58,6 +58,9 @@ def main() -> None:
     parser.add_argument("--source-dir", type=Path, action="append", default=[])
     parser.add_argument("--log", action="store_true", help="print each approach's training log (loss every 1/50 of the steps), timestamped")
     args = parser.parse_args()
+    problem = device_precision_problem(args.device, args.precision)
+    if problem is not None:
+        parser.error(f"--precision {args.precision}: {problem}")
     torch.set_num_threads(args.threads)
     overrides = {name: json.loads(value) for name, value in (item.split("=", 1) for item in args.set)}  # [approach:]name
     registry = default_registry([Path(__file__).parent / "checks"])

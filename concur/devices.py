@@ -4,15 +4,26 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import sys
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
 from concur import __version__
-from concur.errors import ConcurError
+from concur.errors import ConcurError, closest
 
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
+CUDA_INDEX = re.compile(r"cuda:[0-9]+")  # one GPU by its index
+
+
+def device_problem(requested: str) -> str | None:
+    """What is wrong with a device name (auto, cpu, cuda or cuda:N), None when nothing: checked before any work starts."""
+    if requested in DEVICE_CHOICES or CUDA_INDEX.fullmatch(requested):
+        return None
+    hint = closest(requested, DEVICE_CHOICES)
+    fix = f"did you mean {hint!r}?" if hint else f"use one of {', '.join(DEVICE_CHOICES)} (or cuda:N)"
+    return f"unknown device {requested!r}; {fix}"
 
 
 def resolve_device(requested: str) -> str:
@@ -21,17 +32,18 @@ def resolve_device(requested: str) -> str:
     'cpu' is answered without importing torch (a second per process), which a driver that only
     starts CPU workers never needs.
     """
+    problem = device_problem(requested)
+    if problem is not None:
+        raise ConcurError(problem)
     if requested == "cpu":
         return "cpu"
     import torch
 
     if requested == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
-    if requested.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise ConcurError(f"--device {requested}: no CUDA GPU is visible to PyTorch {torch.__version__} here; use --device cpu")
-        return requested
-    raise ConcurError(f"unknown device {requested!r}; use one of {', '.join(DEVICE_CHOICES)} (or cuda:N)")
+    if not torch.cuda.is_available():
+        raise ConcurError(f"--device {requested}: no CUDA GPU is visible to PyTorch {torch.__version__} here; use --device cpu")
+    return requested
 
 
 def usable_cores() -> int:

@@ -53,6 +53,16 @@ class JobsFailedError(ConcurError):
     """Some jobs of a grid failed; the others' results stand (and a report can still be written)."""
 
 
+class JobsUnfinishedError(ConcurError):
+    """Some jobs of a grid have no result yet (left to other drivers or to Slurm, or interrupted): not done, not failed."""
+
+    exit_status = 3
+
+
+class StorageError(ConcurError):
+    """A full disk or an I/O error stopped a job's worker: no job is at fault, and none is recorded as failed."""
+
+
 class ClaimLostError(ConcurError):
     """A job's claim was taken over while it ran (its owner stopped heartbeating), so its result was not written."""
 

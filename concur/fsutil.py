@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from concur.errors import ConcurError
+from concur.oserrors import with_path
 
 GZIP_MAGIC = b"\x1f\x8b"
 # What reading a truncated or corrupt (gzip) text file raises, beside the format's own errors.
@@ -91,6 +92,11 @@ def atomic_open(path: Path, mode: str = "wb", *, gzip_level: int | None = None) 
             raw.flush()
             os.fsync(raw.fileno())
         os.replace(tmp, path)
+    except OSError as error:  # a full disk while writing: named by the file meant, not a nameless handle
+        tmp.unlink(missing_ok=True)
+        if error.filename is None:
+            raise with_path(error, path) from error
+        raise
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -109,6 +115,15 @@ def atomic_write_json(path: Path, payload: Any, *, gzip_level: int | None = None
     with atomic_open(path, "wt", gzip_level=gzip_level) as handle:
         json.dump(payload, handle, indent=indent, sort_keys=True, ensure_ascii=False)
         handle.write("\n")
+
+
+def move_aside(path: Path, destination: Path) -> Path:
+    """Move a damaged file to `destination` (same filesystem: a rename), refusing to replace anything there; returns it."""
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    if destination.exists():
+        raise ConcurError(f"cannot move {path} aside: {destination} exists already")
+    os.replace(path, destination)
+    return destination
 
 
 def read_json(path: Path) -> Any:

@@ -6,17 +6,20 @@ runs/
   jobs/<key>/          one directory per job: job.json, log, predictions.json.gz, result.json
   data/<benchmark>/    materialised benchmarks: train.jsonl.gz, test.jsonl.gz, manifest.json
   cache/               downloaded and extracted source files
+  damaged/<time>/      damaged files moved aside, never deleted
 ```
 """
 
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 RUNS_ENV = "CONCUR_RUNS"
 DATA_ROOT_ENV = "CONCUR_DATA_ROOT"
+DAMAGED_DIR = "damaged"  # runs/damaged/<time>/: damaged files moved aside (by `concur store rebuild`, --retry-failed)
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,11 @@ class Workspace:
     @property
     def db_path(self) -> Path:
         return self.root / "concur.sqlite"
+
+    def damaged_aside(self) -> Path:
+        """A directory of its own under runs/damaged/, named by the time, for the damaged files moved aside now
+        (created by the first file moved there)."""
+        return self.root / DAMAGED_DIR / (time.strftime("%Y%m%d-%H%M%S-") + f"{time.time_ns() % 10**9:09d}")
 
 
 def data_roots(source_dirs: list[Path] | tuple[Path, ...] = ()) -> list[Path]:

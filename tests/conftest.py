@@ -25,6 +25,15 @@ def shared_file(relative: str) -> Path:
     return path
 
 
+def native_cpu_bf16() -> None:
+    """Skip, visibly, on a CPU that concur refuses bf16 jobs on (no AVX-512 BF16 or AMX)."""
+    from concur.approaches.precision import device_precision_problem
+
+    problem = device_precision_problem("cpu", "bf16")
+    if problem is not None:
+        pytest.skip(f"this CPU runs no bf16 job: {problem}")
+
+
 def pytest_configure(config) -> None:
     """Under pytest-xdist, give each test worker its own share of this machine's cores.
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import REPO, SHARED_DATA, shared_file
+from tests.conftest import REPO, SHARED_DATA, native_cpu_bf16, shared_file
 
 
 def _script(tmp_path, name: str, *args: str) -> str:
@@ -51,6 +51,7 @@ def test_speed_readers_reports_positive_rates(tmp_path):
 @pytest.mark.slow
 def test_readers_check_trains_and_scores_a_reader(tmp_path):
     shared_file("babi")
+    native_cpu_bf16()
     options = ["--train-questions", "100", "--test-questions", "50", "--precision", "bf16"]
     out = _script(tmp_path, "readers_check.py", "--approaches", "tiny-rasor", *options)
     assert "precision bf16" in out  # trained and scored under bf16 autocast on the CPU

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from concur.cli import common
+from concur.cli import common, hoist_global_options
 from tests.conftest import TINY_HPARAMS, Ran, toml_value
 from tests.test_data_formats import SQUAD_FIXTURE
 
@@ -357,7 +357,10 @@ def test_the_log_falls_back_to_the_temp_dir(concur, monkeypatch, tmp_path):
         (PermissionError(errno.EACCES, "Permission denied", "runs/x"), "error: cannot access runs/x: Permission denied"),
         (
             OSError(errno.ENOSPC, "No space left on device", "runs/x/result.json"),
-            "error: cannot write runs/x/result.json: No space left on device",
+            re.compile(
+                r"error: cannot write runs/x/result\.json: No space left on device; [0-9.]+ [kMGT]?B free on \.: "
+                r"free some space \(or fix the disk\), then run the same command again"
+            ),
         ),
         (OSError(errno.EROFS, "Read-only file system"), "error: cannot write a file: Read-only file system"),
     ],
@@ -367,7 +370,8 @@ def test_an_os_error_is_one_line_naming_the_path(concur, monkeypatch, error, mes
         raise error
 
     monkeypatch.setattr(common.Settings, "registry", fail)
-    assert one_error(concur("benches"), message) == message
+    line = one_error(concur("benches"))
+    assert message.fullmatch(line) if isinstance(message, re.Pattern) else line == message
 
 
 def test_a_real_unwritable_output_is_one_line(concur, tmp_path):
@@ -390,3 +394,73 @@ def test_no_raw_traceback_from_a_real_process(tmp_path):
         [sys.executable, "-c", plant, "--debug", "benches"], capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path
     )
     assert debug.returncode == 1 and "Traceback (most recent call last)" in debug.stderr and "in <lambda>" in debug.stderr
+
+
+# ---- the runs dir ----
+
+
+@pytest.mark.parametrize(
+    ("given", "hoisted"),
+    [
+        (["run", "-a", "x", "--runs-dir", "R"], ["--runs-dir", "R", "run", "-a", "x"]),
+        (["study", "run", "F", "--runs-dir=R", "--registry", "G"], ["--runs-dir=R", "--registry", "G", "study", "run", "F"]),
+        (["--registry", "G", "status", "--debug", "--runs-dir", "R"], ["--registry", "G", "--debug", "--runs-dir", "R", "status"]),
+        (["score", "--", "--runs-dir", "R"], ["score", "--", "--runs-dir", "R"]),  # after --, an argument like any other
+        (["status", "--runs-dir"], ["status", "--runs-dir"]),  # no value: left for the parser to name
+    ],
+)
+def test_the_global_options_may_follow_the_command(given, hoisted):
+    assert hoist_global_options(given) == hoisted
+
+
+def test_a_runs_dir_after_the_command_is_the_runs_dir(concur, tmp_path):
+    runs = tmp_path / "runs"
+    (runs / "jobs").mkdir(parents=True)
+    after = concur("status", "--format", "json", "--runs-dir", str(runs))
+    assert after.returncode == 0, after.stderr
+    assert json.loads(after.stdout)["summary"] == {"done": 0, "failed": 0, "running": 0, "interrupted": 0, "pending": 0}
+
+
+EMPTY_RUNS_DIR = "error: --runs-dir is empty; give a directory, e.g. --runs-dir runs (leave the option out for ./runs)"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--runs-dir", "", "status"), EMPTY_RUNS_DIR),
+        (("status", "--runs-dir", " "), EMPTY_RUNS_DIR),
+        (("--registry", "", "benches"), "error: --registry is empty; give a spec directory (holding benchmarks/ and/or approaches/)"),
+    ],
+)
+def test_an_empty_runs_dir_or_registry_is_refused(concur, tmp_path, args, message):
+    assert one_error(concur(*args)) == message
+    assert list(tmp_path.iterdir()) == []  # nothing written into the current directory
+
+
+@pytest.mark.parametrize("command", [("status",), ("store", "check"), ("store", "rebuild"), ("results", "--results", "store")])
+def test_a_read_command_on_a_missing_runs_dir_says_so_and_names_the_one_beside_it(concur, tmp_path, command):
+    (tmp_path / "runs" / "jobs").mkdir(parents=True)
+    typo = tmp_path / "runz"
+    ran = concur("--runs-dir", str(typo), *command)
+    if command[0] == "results":  # the analysis commands name the store they found missing
+        one_error(ran, f"no results store at {typo / 'concur.sqlite'}")
+    else:
+        assert one_error(ran) == (
+            f"error: no runs directory at {typo} (from --runs-dir): nothing has run there; did you mean {tmp_path / 'runs'}? "
+            "(`concur run` and `concur study run` create one)"
+        )
+    assert not typo.exists()
+
+
+def test_a_file_as_runs_dir_is_named_as_not_a_runs_directory(concur, tmp_path):
+    (tmp_path / "results.txt").write_text("not a runs dir")
+    for args in (("status",), ("run", "-a", "rasor", "-b", "babi-1", "--device", "cpu")):
+        assert one_error(concur("--runs-dir", str(tmp_path / "results.txt"), *args)) == (
+            f"error: {tmp_path / 'results.txt'} is a file, not a runs directory; give a directory with --runs-dir (or $CONCUR_RUNS)"
+        )
+
+
+def test_a_wrong_device_is_refused_before_any_data_is_prepared(concur, tmp_path):
+    ran = concur("--runs-dir", str(tmp_path / "runs"), "run", "-a", "rasor", "-b", "babi-1", "--device", "cpux")
+    assert one_error(ran) == "error: --device: unknown device 'cpux'; did you mean 'cpu'?"
+    assert nothing_in(tmp_path / "runs")

@@ -2,17 +2,25 @@
 
 Every job must end with exactly one result, indexed, its claim released, and must have been
 executed once (its log has one start line per execution). The rounds of the concurrent-driver
-test are $CONCUR_DRIVER_ROUNDS (1 by default; the closing evidence of issue 27 ran 20).
+test are $CONCUR_DRIVER_ROUNDS (1 by default), those of the killed-driver test $CONCUR_KILL_ROUNDS
+(2 by default). A driver that returns 0 has a result for every job: it waits for the jobs
+other drivers hold, and takes over those whose owner dies (gone, or a zombie).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import re
+import signal
+import socket
 import sqlite3
 import stat
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -38,9 +46,12 @@ EXECUTIONS = {
 DRIVER_POINTS = {FaultPoint.CLAIMED, FaultPoint.UNINDEXED, FaultPoint.INDEXED}  # the others kill the worker
 
 
-def _driver(tmp_path: Path, registry: Path, runs: Path, seeds: str, environment: dict[str, str] | None = None) -> subprocess.Popen:
+def _driver(
+    tmp_path: Path, registry: Path, runs: Path, seeds: str, environment: dict[str, str] | None = None, extra: list[str] | None = None
+) -> subprocess.Popen:
     command = [sys.executable, "-m", "concur", "--registry", str(registry), "--runs-dir", str(runs), "run", "-a", "tiny-reader"]
     command += ["-b", "tiny-babi", "--seeds", seeds, "--device", "cpu", "--workers", "1", "--source-dir", str(tmp_path / "data-root")]
+    command += extra or []
     env = {**os.environ, "CONCUR_PROGRESS": "0", **(environment or {})}
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
@@ -150,7 +161,166 @@ def test_a_grid_reports_a_damaged_result_and_runs_its_other_jobs(tmp_path, tiny_
     assert grid.returncode == 2 and "Traceback" not in stderr
     (warning,) = [line for line in stderr.splitlines() if str(result) in line]
     assert warning.startswith(f"warning: job {job_dir.name} (tiny-reader on tiny-babi (hparams 0, seed 0)) is not run: {result} is damaged")
-    assert "1 of 2 jobs failed" in stderr
+    assert stderr.strip().splitlines()[-1].startswith("error: 1 of 2 jobs have no usable result: 1 has a damaged result file (named above)")
     assert result.read_bytes() == damaged  # left for `concur store rebuild`, never overwritten
     (other,) = [path for path in (runs / "jobs").iterdir() if path != job_dir]
     assert json.loads((other / "result.json").read_text())["status"] == "ok"
+
+
+# ---- a grid that returns is complete: jobs other drivers hold are waited for ----
+
+KILL_ROUNDS = int(os.environ.get("CONCUR_KILL_ROUNDS", "2"))
+KILL_SEEDS = "0,1,2,3"  # four jobs: each driver runs some, and the one killed leaves one started
+
+
+def _kill_at_result(driver: subprocess.Popen, k: int) -> bool:
+    """SIGKILL `driver` right after it reports its k-th result; False when it finished with fewer."""
+    results = 0
+    assert driver.stderr is not None
+    for line in driver.stderr:
+        results += "] done " in line
+        if results == k:
+            driver.send_signal(signal.SIGKILL)
+            return True
+    return False
+
+
+def test_a_driver_waits_for_the_jobs_another_holds_and_takes_over_those_of_one_killed(tmp_path, tiny_registry):
+    """Two drivers share a grid; one is killed right after its k-th result, holding the claim of the job it started
+    next. The other waits for that job and takes it over once its owner is gone: dead and reaped in even rounds, a
+    zombie its parent has not reaped in odd ones. It exits 0 only with a result for every job."""
+    tally = {"rounds": 0, "kills": 0, "survivor exits": [], "results": 0, "claims left": 0, "taken over": 0}
+    for round_ in range(KILL_ROUNDS):
+        runs = tmp_path / f"runs-{round_}"
+        victim = _driver(tmp_path, tiny_registry, runs, KILL_SEEDS)
+        survivor = _driver(tmp_path, tiny_registry, runs, KILL_SEEDS)
+        killed = _kill_at_result(victim, 1 + round_ % 2)
+        if round_ % 2 == 0:
+            victim.wait()
+        stdout, stderr = survivor.communicate(timeout=TIMEOUT_SECONDS)
+        victim.wait()  # reaped only now in odd rounds: until the survivor ended, the victim was a zombie
+        tally["rounds"] += 1
+        tally["kills"] += killed
+        tally["survivor exits"].append(survivor.returncode)
+        tally["taken over"] += stderr.count("this driver takes it over")
+        assert survivor.returncode == 0, stderr
+        assert "Traceback" not in stderr and "running in" not in stdout
+        assert re.search(r"^4 jobs, \d run now: 4 done\b", stdout, re.MULTILINE), stdout
+        executions = _settled(runs, jobs=4)  # every job one ok result, indexed, no claim left
+        tally["results"] += len(executions)
+        assert set(executions.values()) <= {1, 2}  # a job the victim had started ran once more
+    print(f"\nwaiting drivers: {tally}")
+    assert tally["kills"] >= 1 and tally["results"] == 4 * KILL_ROUNDS
+
+
+def _job_key(tmp_path: Path, registry: Path, runs: Path) -> str:
+    """The key of tiny-reader on tiny-babi (seed 0), its data prepared as a driver would."""
+    from concur.data.prepare import prepare
+    from concur.data.sources import SourceLocator
+    from concur.registry import default_registry
+    from concur.runner.grid import GridRequest, expand_grid
+    from concur.runner.jobs import make_job
+    from concur.workspace import Workspace
+
+    registry_specs = default_registry([registry])
+    (point,) = expand_grid(registry_specs, GridRequest("tiny-reader", "tiny-babi"))
+    workspace = Workspace(runs)
+    bench, _ = prepare(point.bench, SourceLocator((tmp_path / "data-root",), workspace.cache_dir), workspace.data_dir)
+    return make_job(point.approach, bench, seed=0, setting=point.setting).key
+
+
+def _claim_for(runs: Path, key: str, pid: int) -> None:
+    """Write the claim on `key` as the process `pid` of this host would hold it."""
+    from concur.runner.claims import CLAIMS_DIR, Claim
+    from concur.runner.processes import process_start
+
+    claim = Claim(key, "owner-token", socket.gethostname(), pid, process_start(pid), time.time())
+    (runs / CLAIMS_DIR).mkdir(parents=True, exist_ok=True)
+    (runs / CLAIMS_DIR / f"{key}.json").write_text(json.dumps(dataclasses.asdict(claim)))
+
+
+def _wait_for_line(driver: subprocess.Popen, text: str) -> list[str]:
+    """Read the driver's stderr until a line holds `text`; the lines read (`_rest` reads what follows)."""
+    assert driver.stderr is not None
+    lines = []
+    for line in driver.stderr:
+        lines.append(line)
+        if text in line:
+            return lines
+    raise AssertionError(f"the driver ended without saying {text!r}: {''.join(lines)}")
+
+
+def _rest(driver: subprocess.Popen, read: list[str]) -> tuple[str, str]:
+    """The driver's stdout and its whole stderr once it ends, after `read` was read line by line: through the same
+    buffered streams (`communicate` would read the pipes underneath them and miss what they hold already)."""
+    assert driver.stdout is not None and driver.stderr is not None
+    watchdog = threading.Timer(TIMEOUT_SECONDS, driver.kill)
+    watchdog.start()
+    try:
+        stderr = "".join(read) + driver.stderr.read()
+        stdout = driver.stdout.read()  # a few lines: it cannot fill its pipe while stderr is read first
+        driver.wait()
+    finally:
+        watchdog.cancel()
+    return stdout, stderr
+
+
+def test_a_job_whose_owner_lives_is_left_with_no_wait_and_taken_over_once_the_owner_is_a_zombie(tmp_path, tiny_registry):
+    runs = tmp_path / "runs"
+    key = _job_key(tmp_path, tiny_registry, runs)
+    owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        _claim_for(runs, key, owner.pid)
+        where = f"process {owner.pid} on {socket.gethostname()}"
+        left = _driver(tmp_path, tiny_registry, runs, "0", extra=["--no-wait"])
+        stdout, stderr = left.communicate(timeout=TIMEOUT_SECONDS)
+        assert left.returncode == 3, stderr  # neither done nor failed: left to its owner
+        assert stderr.strip().splitlines()[-1] == (
+            f"error: 1 of 1 jobs have no result yet: 1 running in {where}; run the same command again (without --no-wait) to "
+            "wait for them (it runs only the jobs without a result), or `concur status` to see them"
+        )
+        assert not (runs / "jobs" / key / "result.json").exists()
+
+        waiting = _driver(tmp_path, tiny_registry, runs, "0")
+        read = _wait_for_line(waiting, f"is running in {where}; waiting for it")
+        owner.send_signal(signal.SIGKILL)  # and not reaped: a zombie, whose pid still answers kill(0)
+        deadline = time.monotonic() + 30
+        while Path(f"/proc/{owner.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        stdout, stderr = _rest(waiting, read)
+        assert waiting.returncode == 0, stderr
+        took_over = f"job {key} (tiny-reader on tiny-babi (hparams 0, seed 0)): its owner, {where}, is a zombie; this driver takes it over"
+        assert took_over in stderr
+        assert stdout.startswith("done: tiny-reader on tiny-babi")
+        assert Path(f"/proc/{owner.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"  # still unreaped throughout
+        assert list(_settled(runs, jobs=1).values()) == [1]
+    finally:
+        owner.kill()
+        owner.wait()
+
+
+STOP_LINE = re.compile(
+    r"^stopped by (SIGTERM|SIGINT): (\d) of 4 jobs done, (\d) not run; `concur .* run -a tiny-reader .*` continues it "
+    r"\(it runs only the jobs without a result\)$"
+)
+
+
+def test_a_stopped_grid_says_so_last_with_what_is_left_and_exits_with_the_signals_status(tmp_path, tiny_registry):
+    runs = tmp_path / "runs"
+    for signum, status in ((signal.SIGTERM, 143), (signal.SIGINT, 130)):
+        driver = _driver(tmp_path, tiny_registry, runs, KILL_SEEDS)
+        read = _wait_for_line(driver, "] done ")
+        driver.send_signal(signum)
+        _, stderr = _rest(driver, read)
+        assert driver.returncode == status, stderr
+        last = stderr.strip().splitlines()[-1]
+        stopped = STOP_LINE.match(last)
+        assert stopped is not None, last
+        done = sum((path / "result.json").is_file() for path in (runs / "jobs").iterdir())
+        assert stopped.group(1) == signum.name and (int(stopped.group(2)), int(stopped.group(3))) == (done, 4 - done)
+        assert list((runs / "claims").iterdir()) == []  # the stopped workers' claims released
+    rerun = _driver(tmp_path, tiny_registry, runs, KILL_SEEDS)
+    stdout, stderr = rerun.communicate(timeout=TIMEOUT_SECONDS)
+    assert rerun.returncode == 0, stderr
+    _settled(runs, jobs=4)

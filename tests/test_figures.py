@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
+from concur.analysis.leaderboards import LEADERBOARDS, leaderboard_files, leaderboard_sources
 from concur.analysis.reference import liu2023
 from concur.analysis.results import Results, load_results
 from concur.data.sources import SourceLocator
@@ -22,7 +23,7 @@ from concur.recipes.kinds import heatmap as heatmap_kind
 from concur.recipes.run import run_recipe
 from concur.recipes.spec import load_recipe, recipe_paths
 from concur.registry import default_registry
-from tests.conftest import REPO
+from tests.conftest import REPO, SHARED_DATA
 
 ANALYSIS = REPO / "analysis"
 
@@ -298,3 +299,40 @@ def test_a_reference_the_results_do_not_hold_is_named_with_the_closest_one(publi
     with pytest.raises(UnknownNameError, match=r"unknown reference benchmark \(in these results\) 'squadd'; did you mean 'squad'\?"):
         draw_recipes([ANALYSIS / "table1.toml"], ["liu2023"], lambda _requests: published, None, tmp_path, reference="squadd")
     assert not tmp_path.joinpath("table1.csv").exists()
+
+
+# Miller, Krauth, Recht & Schmidt 2020, Figure 1: the linear fits of the shifted sets' F1 on SQuAD v1.1 test F1.
+MILLER_SLOPES = {"squadshifts-new-wiki": 0.92, "squadshifts-nyt": 1.02, "squadshifts-reddit": 1.19, "squadshifts-amazon": 1.36}
+SLOPE_TOLERANCE = {"squadshifts-new-wiki": 0.06, "squadshifts-nyt": 0.06, "squadshifts-reddit": 0.12, "squadshifts-amazon": 0.12}
+
+
+def test_every_recipe_whose_files_are_here_draws_from_the_real_files_and_squadshifts_gives_millers_slopes(tmp_path):
+    """Every recipe of analysis/ that reads a public leaderboard, drawn from the files in ../shared/data (md5-checked);
+    the SQuADShifts recipe's linear F1 slopes are the paper's within the tolerance its fewer matched models allow."""
+    files = leaderboard_files()
+    recipes = [load_recipe(path) for path in recipe_paths(ANALYSIS)]
+    boards = set(LEADERBOARDS)
+    readers = {recipe.name: recipe for recipe in recipes if recipe.results and set(recipe.results) <= boards}
+    assert sorted(readers) == ["mrqa2019-ood-test", "squadshifts-robustness"]
+    for name, recipe in readers.items():
+        for path in [files[key].source.path for board in recipe.results or () for key in leaderboard_sources(board)]:
+            if not (SHARED_DATA / path).is_file() and not (SHARED_DATA / f"{path}.gz").is_file():
+                pytest.skip(f"real data not on this machine: {SHARED_DATA / path} (needed by {name}; set CONCUR_TEST_SHARED_DATA)")
+    locator = SourceLocator((SHARED_DATA,), tmp_path / "cache")
+    outcomes = draw_recipes(
+        [recipe.path for recipe in readers.values()],
+        [],
+        lambda names: load_results(list(names), store_path=tmp_path / "none.sqlite", locator=locator),
+        default_registry([]),
+        tmp_path,
+    )
+    assert {outcome.name: (outcome.state, outcome.reason) for outcome in outcomes} == {name: (State.drawn, "") for name in readers}
+    rows = csv.DictReader((tmp_path / "squadshifts-robustness.csv").open())
+    fits = {row["benchmark"]: row for row in rows if row["scaling"] == "linear"}
+    slopes = {bench: float(fits[bench]["slope"]) for bench in MILLER_SLOPES}
+    print(f"\nSQuADShifts linear F1 slopes: {slopes} (Miller et al. 2020: {MILLER_SLOPES})")
+    for bench, slope in MILLER_SLOPES.items():
+        assert abs(slopes[bench] - slope) <= SLOPE_TOLERANCE[bench], (bench, slopes[bench], slope)
+    assert {bench: int(fits[bench]["n"]) for bench in MILLER_SLOPES} == {
+        "squadshifts-new-wiki": 78, "squadshifts-nyt": 78, "squadshifts-reddit": 72, "squadshifts-amazon": 85
+    }  # fmt: skip

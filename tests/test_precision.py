@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from concur.approaches.precision import autocast, autocast_dtype, numerics
+from concur.approaches.precision import autocast, autocast_dtype, device_precision_problem, numerics
 from concur.errors import ConcurError, SpecError
 from concur.registry import default_registry
 from concur.runner.grid import GridRequest, expand_grid
 from concur.runner.jobs import Job
 from concur.runner.store import Store
 from concur.runner.study import load_study
+from tests.conftest import native_cpu_bf16
 
 
 @pytest.mark.parametrize(
@@ -72,6 +73,7 @@ def test_a_study_file_sets_the_precision_and_a_wrong_one_is_named(tmp_path):
 
 @pytest.mark.slow
 def test_a_bf16_run_on_the_cpu_is_its_own_job_and_records_its_precision(concur, tmp_path, tiny_registry):
+    native_cpu_bf16()
     common = ["--registry", str(tiny_registry), "--runs-dir", str(tmp_path / "runs")]
     run = [*common, "run", "-a", "tiny-reader", "-b", "tiny-babi", "--device", "cpu", "--source-dir", str(tmp_path / "data-root")]
     bf16 = concur(*run, "--precision", "bf16")
@@ -86,3 +88,17 @@ def test_a_bf16_run_on_the_cpu_is_its_own_job_and_records_its_precision(concur, 
     assert job.precision == "bf16" and job.key == row["key"] != Job(**{**job.__dict__, "precision": "auto"}).key
     wrong = concur(*run, "--precision", "fp16")
     assert wrong.returncode != 0 and "--precision: unknown precision 'fp16'; use one of auto, fp32, bf16" in wrong.stderr
+
+
+def test_bf16_on_a_cpu_without_native_bf16_is_refused_before_any_data_is_prepared(concur, tmp_path, tiny_registry):
+    problem = device_precision_problem("cpu", "bf16")
+    if problem is None:
+        pytest.skip("this CPU has native bf16 (AVX-512 BF16 or AMX), so bf16 jobs run here")
+    import torch
+
+    common = ["--registry", str(tiny_registry), "--runs-dir", str(tmp_path / "runs")]
+    refused = concur(*common, "run", "-a", "tiny-reader", "-b", "tiny-babi", "--device", "cpu", "--precision", "bf16")
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr.strip() == f"error: precision bf16: {problem}"
+    assert f"this one has {torch.backends.cpu.get_cpu_capability()}" in problem and "use precision fp32 or auto" in problem
+    assert not (tmp_path / "runs" / "data").exists()  # refused before preparing anything

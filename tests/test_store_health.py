@@ -25,7 +25,7 @@ import pytest
 
 from concur.errors import DamagedFileError
 from concur.fsutil import atomic_write_json
-from concur.runner.jobdir import JobDir
+from concur.runner.jobdir import JobDir, file_stamp
 from concur.runner.store import Store, finished_jobs
 from concur.workspace import Workspace
 from tests.conftest import Ran
@@ -127,7 +127,7 @@ def _csv_rows(text: str) -> list[dict[str, str]]:
 WRITER = """
 import sys, time
 from pathlib import Path
-from concur.runner.jobdir import JobDir
+from concur.runner.jobdir import JobDir, file_stamp
 from concur.runner.store import Store
 index, root, go = int(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
 job = {"key": f"job-{index:02d}", "approach": "rasor", "benchmark": "squad", "hparam_id": 0, "seed": index,
@@ -362,6 +362,34 @@ def test_a_read_only_runs_dir_is_read(runs):
         _chmod_tree(runs.root, writable=True)
 
 
+def test_a_score_outside_0_100_is_named_by_job_and_left_out_of_every_analysis(cli, runs):
+    """A hand-edited EM of 150 is no result: `store check` names its job, the analysis commands leave it out with a
+    warning naming it, even where the index took the value in before results were checked for it."""
+    job = JobDir(runs.jobs_dir / _key("bidaf", "squad"))
+    edited = json.loads(job.result_path.read_text())
+    edited["scores"]["exact_match"] = 150.0
+    job.write_result(edited)
+    with sqlite3.connect(runs.db_path) as connection:  # the index holds the edited file's row, stamp and all
+        connection.execute("UPDATE jobs SET em = 150.0, result_stamp = ? WHERE key = ?", (file_stamp(job.result_path), job.path.name))
+    problem = "exact_match 150.0 is not a percentage within 0-100, for bidaf on squad, hparams 0, seed 0"
+
+    check = cli(runs, "store", "check")
+    _clean_exit(check, 1)
+    (line,) = _lines_naming(check.stdout, job.result_path)
+    assert problem in line and "`concur store rebuild`" in " ".join(check.stdout.split())  # the table folds long lines
+    assert "1 damaged files" in check.stdout and "9 finished ok" in check.stdout
+
+    results = cli(runs, "results", "--results", "store")
+    _clean_exit(results)
+    (note,) = _lines_naming(results.stderr, job.result_path)
+    assert problem in note
+    rows = {(row["approach"], row["benchmark"]): float(row["em"]) for row in _csv_rows(results.stdout)}
+    assert ("bidaf", "squad") not in rows and len(rows) == 9 and max(rows.values()) == 55.0
+    matrix = cli(runs, "matrix", "--results", "store", "--benches", "squad,qamr", "--format", "json")
+    _clean_exit(matrix)
+    assert json.loads(matrix.stdout)["counts"] == [[4, 4], [4, 5]]  # bidaf's squad cell left out
+
+
 # ---- results not indexed yet ----
 
 
@@ -398,13 +426,26 @@ def test_the_runner_stops_at_a_damaged_result_and_runs_the_job_again_once_it_is_
     _clean_exit(stopped, 2)
     (line,) = _lines_naming(stopped.stderr, result)
     assert line.startswith("warning:") and "truncated JSON" in line and "`concur store rebuild`" in line
-    assert "error: job" in stopped.stderr and "was not run: its result file is damaged" in stopped.stderr
+    closing = stopped.stderr.strip().splitlines()[-1]
+    assert closing.startswith("error: 1 of 1 jobs have no usable result: 1 has a damaged result file (named above)")
+    assert "`concur store check` lists them" in closing and "--retry-failed (or `concur store rebuild`) moves them aside" in closing
     assert result.read_bytes() == damaged  # neither taken for "no result" nor run again over it
 
     _clean_exit(cli(workspace, "store", "rebuild"))
     again = cli(workspace, *common, *run_args)
     _clean_exit(again)
     assert again.stdout.startswith("done: tiny-reader on tiny-babi") and json.loads(result.read_text())["status"] == "ok"
+
+    _truncate(result)  # the closing line's other fix: --retry-failed moves the damaged file aside and runs the job
+    damaged = result.read_bytes()
+    set_aside_before = set((workspace.root / "damaged").glob(f"*/{job_dir.name}/result.json"))  # by the rebuild above
+    retried = cli(workspace, *common, *run_args, "--retry-failed")
+    _clean_exit(retried)
+    (aside,) = set((workspace.root / "damaged").glob(f"*/{job_dir.name}/result.json")) - set_aside_before
+    assert aside.read_bytes() == damaged and json.loads(result.read_text())["status"] == "ok"
+    (line,) = _lines_naming(retried.stderr, aside)
+    assert line.startswith(f"job {job_dir.name} (tiny-reader on tiny-babi (hparams 0, seed 0)): its damaged result.json (truncated JSON")
+    assert line.endswith(f") is moved to {aside}; running it again")
 
     workspace.db_path.write_bytes(random.Random(1).randbytes(RANDOM_BYTES))
     refused = cli(workspace, *common, *run_args)

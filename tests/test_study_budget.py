@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from concur.analysis.results import load_results
+from concur.analysis.results import Results, load_results
 from concur.data.model import Passage, Question, Split
 from concur.data.prepare import PreparedBenchmark, prepare
 from concur.data.sources import SourceLocator
@@ -226,9 +226,16 @@ def test_a_budgeted_study_runs_on_its_subsets_and_its_results_are_its_own_jobs(c
 def test_a_study_result_names_the_jobs_it_is_missing(tmp_path):
     path = _study(tmp_path, "[budget]\ntrain_questions = 300\n")
     runs = Workspace(tmp_path / "runs")
-    loaded = load_results(
-        [f"study:{path}"], store_path=runs.db_path, locator=SourceLocator((), runs.cache_dir), registry=default_registry([CHECKS])
-    )
+
+    def load() -> Results:
+        return load_results(
+            [f"study:{path}"], store_path=runs.db_path, locator=SourceLocator((), runs.cache_dir), registry=default_registry([CHECKS])
+        )
+
+    with pytest.raises(MissingSourceError, match=f"no runs directory at {runs.root}: no job of study budgeted has run there"):
+        load()  # a runs dir that does not exist is a wrong path, not a study with nothing done
+    runs.root.mkdir()
+    loaded = load()
     assert loaded.frame.empty
     assert loaded.notes == (f"study budgeted: 0 of 2 jobs finished; left out: 2 not prepared (`concur study plan {path}`)",)
 

@@ -46,6 +46,7 @@ from concur.registry.specs import SourceFile
 from concur.userfiles import load_json, load_toml
 
 LEADERBOARDS: tuple[str, ...] = ("mrqa2019-in-domain-dev", "mrqa2019-ood-dev", "mrqa2019-ood-test", "squadshifts")
+SQUAD_LEADERBOARD = "squad-v1.1"  # the SQuADShifts models' SQuAD v1.1 test scores come from SQuAD's own leaderboard
 SPEC_FILE = Path(__file__).parent / "data" / "leaderboards.toml"
 SPEC_FIELDS = ("path", "md5", "url", "citation")
 
@@ -143,18 +144,24 @@ def leaderboard_files() -> dict[str, LeaderboardFile]:
     return files
 
 
-def load_leaderboard(name: str, locator: SourceLocator) -> ImportedResults:
-    """Locate (md5-checked), read and convert one leaderboard of `LEADERBOARDS`."""
+def leaderboard_sources(name: str) -> tuple[str, ...]:
+    """The upstream files (keys of `leaderboard_files`) a leaderboard of `LEADERBOARDS` is read from."""
     if name not in LEADERBOARDS:
         raise UnknownNameError("leaderboard", name, LEADERBOARDS)
+    return (name,) if name in MRQA_SPLITS else ("squadshifts", SQUAD_LEADERBOARD)
+
+
+def load_leaderboard(name: str, locator: SourceLocator) -> ImportedResults:
+    """Locate (md5-checked), read and convert one leaderboard of `LEADERBOARDS`."""
+    files = [_read(key, locator) for key in leaderboard_sources(name)]
+    read_notes = tuple(note for _, _, note in files)
     if name in MRQA_SPLITS:
-        payload, origin, note = _read(name, locator)
+        ((payload, origin, _),) = files
         results = mrqa_results(payload, MRQA_SPLITS[name], origin=origin)
-        return ImportedResults(results.frame, (note, *results.notes))
-    shifts, shifts_origin, shifts_note = _read("squadshifts", locator)
-    squad, squad_origin, squad_note = _read("squad-v1.1", locator)
-    results = squadshifts_results(shifts, squad, shifts_origin=shifts_origin, squad_origin=squad_origin)
-    return ImportedResults(results.frame, (shifts_note, squad_note, *results.notes))
+    else:
+        (shifts, shifts_origin, _), (squad, squad_origin, _) = files
+        results = squadshifts_results(shifts, squad, shifts_origin=shifts_origin, squad_origin=squad_origin)
+    return ImportedResults(results.frame, (*read_notes, *results.notes))
 
 
 def mrqa_results(payload: Any, split: str, *, origin: str = "MRQA leaderboard") -> ImportedResults:

@@ -92,6 +92,8 @@ def study_results(path: Path, registry: Registry, workspace: Workspace) -> tuple
     jobs are counted in a note.
     """
     study = load_study(path)
+    if not workspace.root.is_dir():
+        raise MissingSourceError(f"no runs directory at {workspace.root}: no job of study {study.name} has run there; pass --runs-dir")
     plan = plan_study(registry, study, workspace)
     done = [planned for planned in plan.jobs if planned.state == JobState.DONE.value and planned.result is not None]
     frame = pd.DataFrame(

@@ -4,7 +4,7 @@
   exactly reproducible and a study's default results do not depend on the host's CPU.
 - `bf16`: bf16 autocast on every device. On CPUs with AVX-512 BF16 or AMX this trains
   MiniLM about 1.8x faster than fp32 (docs/performance.md); it changes the numerics, so it is
-  part of the job's key.
+  part of the job's key. A CPU without them is refused (`device_precision_problem`).
 - `fp32`: no autocast anywhere (PyTorch's TF32 defaults stay off).
 """
 
@@ -22,6 +22,21 @@ def precision_problem(precision: str) -> str | None:
     if precision in PRECISIONS:
         return None
     return f"unknown precision {precision!r}; use one of {', '.join(PRECISIONS)}"
+
+
+def device_precision_problem(device: str, precision: str) -> str | None:
+    """Why `precision` cannot run on `device` on this machine, or None: bf16 on a CPU whose oneDNN has no bf16 kernels
+    (no AVX-512 BF16 or AMX) would be emulated, slower than fp32, and PyTorch has no bf16 LSTM for it at all."""
+    if precision != "bf16" or device.startswith("cuda"):
+        return None
+    import torch
+
+    if torch.ops.mkldnn._is_mkldnn_bf16_supported():
+        return None
+    return (
+        f"bf16 needs a CPU with AVX-512 BF16 or AMX (this one has {torch.backends.cpu.get_cpu_capability()}: bf16 would be emulated, "
+        "slower than fp32, and PyTorch has no bf16 LSTM for it) or a GPU; use precision fp32 or auto here"
+    )
 
 
 def numerics(device: str, precision: str = AUTO) -> str:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import traceback
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
+import click
 import typer
 from rich.markup import escape
 
@@ -19,15 +21,15 @@ from concur.cli.common import (
     debug_enabled,
     err,
     fit_output_width,
-    is_environment_error,
     log_to_terminal,
-    os_error_message,
     set_debug,
     unexpected_error_message,
     write_crash_log,
 )
 from concur.cli.lazy import LazyGroup
 from concur.errors import ConcurError
+from concur.oserrors import is_environment_error, os_error_message
+from concur.stopping import Stopped, terminate_as_stop
 
 
 class Commands(LazyGroup):
@@ -45,6 +47,51 @@ class Commands(LazyGroup):
         "figures": "concur.cli.figures_cmd:figures",
         "report": "concur.cli.report_cmd:report",
     }
+
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, hoist_global_options(args))
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; a stop (Ctrl-C, SIGTERM) leaves it as `CommandStopped`, which typer does not turn into a bare exit."""
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as interrupt:
+            raise CommandStopped(interrupt if isinstance(interrupt, Stopped) else Stopped()) from None
+
+
+class CommandStopped(Exception):  # noqa: N818 - it carries a stop, as Stopped is one
+    """A command stopped by a signal, on its way to `main`, which prints how far it got."""
+
+    def __init__(self, stop: Stopped) -> None:
+        super().__init__(str(stop))
+        self.stop = stop
+
+
+GLOBAL_VALUE_OPTIONS = ("--registry", "--runs-dir")  # the root's options that take a value
+GLOBAL_FLAGS = ("--debug",)  # and those that do not (--version and --help act where they stand)
+
+
+def hoist_global_options(args: list[str]) -> list[str]:
+    """The root's options given after the subcommand moved before it: `concur run ... --runs-dir R` is
+    `concur --runs-dir R run ...`, as a user who puts every option last expects. Nothing after `--` moves."""
+    start = 0
+    while start < len(args) and args[start].startswith("-"):  # the root's own options come first
+        start += 2 if args[start] in GLOBAL_VALUE_OPTIONS else 1
+    front, rest, index = args[:start], [], start
+    while index < len(args):
+        arg = args[index]
+        if arg == "--":
+            rest += args[index:]
+            break
+        if arg in GLOBAL_VALUE_OPTIONS and index + 1 < len(args):
+            front += args[index : index + 2]
+            index += 2
+            continue
+        joined = "=" in arg and arg.split("=", 1)[0] in GLOBAL_VALUE_OPTIONS  # --runs-dir=R
+        (front if arg in GLOBAL_FLAGS or joined else rest).append(arg)  # one without its value stays, for the parser to name
+        index += 1
+    return front + rest
 
 
 app = typer.Typer(
@@ -66,17 +113,21 @@ def _version(value: bool) -> None:
 @app.callback()
 def root(
     ctx: typer.Context,
-    registry: list[Path] = typer.Option(
+    registry: list[str] = typer.Option(
         [], "--registry", help="Extra spec directory (with benchmarks/ and/or approaches/); repeatable; also $CONCUR_REGISTRY."
     ),
-    runs_dir: Path | None = typer.Option(None, "--runs-dir", help="Output directory (default ./runs; also $CONCUR_RUNS)."),
+    runs_dir: str | None = typer.Option(None, "--runs-dir", help="Output directory (default ./runs; also $CONCUR_RUNS)."),
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
     debug: bool = typer.Option(False, "--debug", envvar=DEBUG_ENV, help="Print an unexpected error's traceback instead of logging it."),
 ) -> None:
     set_debug(debug)
     fit_output_width()
     log_to_terminal()
-    ctx.obj = Settings(registry_dirs=list(registry), runs_dir=runs_dir)
+    if runs_dir is not None and not runs_dir.strip():
+        raise ConcurError("--runs-dir is empty; give a directory, e.g. --runs-dir runs (leave the option out for ./runs)")
+    if any(not directory.strip() for directory in registry):
+        raise ConcurError("--registry is empty; give a spec directory (holding benchmarks/ and/or approaches/)")
+    ctx.obj = Settings(registry_dirs=[Path(directory) for directory in registry], runs_dir=Path(runs_dir) if runs_dir is not None else None)
 
 
 app.add_typer(data_cmds.app, name="data")
@@ -88,16 +139,19 @@ def main() -> None:
     """Entry point: no input ends in a raw traceback.
 
     A user error (ConcurError, or an OS error such as a full disk or a denied path) prints one
-    line and exits with status 2; anything else is a bug: one line naming a log file that holds
-    its traceback, status 1 (--debug or $CONCUR_DEBUG=1 print the traceback instead).
+    line and exits with status 2 (3: a grid left jobs without a result to other owners); a stop
+    by Ctrl-C or SIGTERM says how far a grid got and exits 130 or 143; anything else is a bug:
+    one line naming a log file that holds its traceback, status 1 (--debug or $CONCUR_DEBUG=1
+    print the traceback instead).
     """
     try:
-        app()
+        with terminate_as_stop():
+            app()
     except ConcurError as exc:
-        _fail(exc, f"[bold red]error:[/] {escape(str(exc))}", 2)
-    except KeyboardInterrupt:
-        err.print("interrupted")
-        sys.exit(130)
+        _fail(exc, f"[bold red]error:[/] {escape(str(exc))}", getattr(exc, "exit_status", 2))
+    except CommandStopped as stopped:
+        err.print(stop_line(stopped.stop), markup=False)
+        sys.exit(stopped.stop.exit_status)
     except BrokenPipeError:  # the reader of our output (e.g. `| head`) has gone: nothing left to tell
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so that flushing stdout at exit does not fail again
         sys.exit(1)
@@ -107,6 +161,14 @@ def main() -> None:
         _fail(exc, f"[bold red]error:[/] {escape(os_error_message(exc))}", 2)
     except Exception as exc:  # the last resort: a bug is told in one line, its traceback logged
         _unexpected(exc)
+
+
+def stop_line(stop: Stopped) -> str:
+    """The last line of a stopped command: the signal and, for a grid, how far it got and the command that continues it."""
+    if stop.summary is None:
+        return f"stopped by {stop.signum.name}"
+    command = shlex.join(["concur", *sys.argv[1:]])
+    return f"stopped by {stop.signum.name}: {stop.summary}; `{command}` continues it (it runs only the jobs without a result)"
 
 
 def _fail(error: BaseException, line: str, status: int) -> NoReturn:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import json
 import logging
 import os
@@ -27,10 +26,11 @@ from rich.traceback import Traceback
 
 from concur import __version__
 from concur.data.sources import SourceLocator
+from concur.errors import ConcurError, closest
 from concur.progress import STDERR
 from concur.registry import Registry, default_registry
 from concur.runner.worker import PACKAGE_LOGGER
-from concur.workspace import Workspace, data_roots
+from concur.workspace import RUNS_ENV, Workspace, data_roots
 
 PIPED_WIDTH = 240  # tables written to a file or pipe are not folded to 80 columns
 UNBOUNDED_WIDTH = 1_000_000  # room to measure a table's natural width
@@ -44,9 +44,6 @@ STATE_ENV = "XDG_STATE_HOME"  # crash logs go to $XDG_STATE_HOME/concur/logs (de
 DEFAULT_STATE_DIR = Path("~/.local/state")
 LOG_SUBDIR = Path("concur") / "logs"
 FALLBACK_LOG_DIR = "concur-logs"  # under the system temp dir, when the state dir is not writable
-# OS errors that are about the machine, not the program: one line naming the path is the whole story.
-ENVIRONMENT_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.ENOENT, errno.EISDIR})
-WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
 TERMINAL_HANDLER = "concur-terminal"  # the name of the handler `log_to_terminal` adds, so it is added once
 _debug_flag = False  # set by the root command's --debug; read by `concur.cli.main` after the command failed
 
@@ -80,10 +77,37 @@ class Settings:
         return default_registry(self.registry_dirs)
 
     def workspace(self) -> Workspace:
-        return Workspace.resolve(self.runs_dir)
+        """The runs dir (which a run creates); a file in its place is refused, naming it."""
+        workspace = Workspace.resolve(self.runs_dir)
+        if workspace.root.exists() and not workspace.root.is_dir():
+            raise ConcurError(f"{workspace.root} is a file, not a runs directory; give a directory with --runs-dir (or ${RUNS_ENV})")
+        return workspace
+
+    def existing_workspace(self) -> Workspace:
+        """The runs dir of a command that reads what ran: one that does not exist is a mistake (a typo, the wrong
+        machine), not an empty study, so it is refused with the closest runs dir beside it."""
+        workspace = self.workspace()
+        if not workspace.root.is_dir():
+            raise ConcurError(missing_runs_dir(workspace.root, given=self.runs_dir is not None))
+        return workspace
 
     def locator(self, source_dirs: list[Path] | None) -> SourceLocator:
         return SourceLocator(tuple(data_roots(tuple(source_dirs or ()))), self.workspace().cache_dir)
+
+
+def missing_runs_dir(root: Path, *, given: bool) -> str:
+    """Why a runs dir that does not exist cannot be read, where it came from, and the likeliest one meant."""
+    source = "--runs-dir" if given else (f"${RUNS_ENV}" if os.environ.get(RUNS_ENV) else "the default, ./runs")
+    beside = [entry.name for entry in root.parent.iterdir() if is_runs_dir(entry)] if root.parent.is_dir() else []
+    hint = closest(root.name, beside)
+    meant = f"; did you mean {root.parent / hint}?" if hint else ""
+    return f"no runs directory at {root} (from {source}): nothing has run there{meant} (`concur run` and `concur study run` create one)"
+
+
+def is_runs_dir(path: Path) -> bool:
+    """Whether `path` looks like a runs dir: a directory holding the index or job directories."""
+    workspace = Workspace(path)
+    return path.is_dir() and (workspace.db_path.is_file() or workspace.jobs_dir.is_dir())
 
 
 def settings(ctx: typer.Context) -> Settings:
@@ -129,18 +153,6 @@ def echo(line: str) -> None:
 def warn(line: str) -> None:
     """One warning line on stderr, the line taken as text (a path may hold brackets rich would read as markup)."""
     err.print(f"[yellow]warning:[/] {escape(line)}")
-
-
-def is_environment_error(error: OSError) -> bool:
-    """An OS error the user fixes on the machine (permissions, a full disk, a missing path) rather than a bug."""
-    return error.filename is not None or error.errno in ENVIRONMENT_ERRNOS
-
-
-def os_error_message(error: OSError) -> str:
-    """One line for an OS error: what could not be done, to which path, and why."""
-    paths = " -> ".join(str(name) for name in (error.filename, error.filename2) if name is not None)
-    verb = "cannot write" if error.errno in WRITE_ERRNOS else "cannot access"
-    return f"{verb} {paths or 'a file'}: {error.strerror or error}"
 
 
 def unexpected_error_message(error: BaseException, log: Path | None) -> str:

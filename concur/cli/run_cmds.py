@@ -23,7 +23,7 @@ from concur.cli.run_options import (
     WAIT_OPTION,
     WORKERS_OPTION,
 )
-from concur.errors import ConcurError, JobsFailedError
+from concur.errors import ConcurError, JobsFailedError, JobsUnfinishedError
 from concur.runner.budget import Budget
 from concur.runner.driver import run_grid
 from concur.runner.executors import Execution, Executor
@@ -92,7 +92,8 @@ def run(
 def run_and_report(
     state: Settings, request: GridRequest, execution: Execution, source_dir: list[Path] | None, *, download: bool = True
 ) -> None:
-    """Run the grid, then tell its outcome: one job in full, a grid as a table; failures end in a ConcurError."""
+    """Run the grid, then tell its outcome: one job in full, a grid as a table. It returns only when every job of
+    the grid has a result and none failed; failures end in JobsFailedError, jobs without a result in JobsUnfinishedError."""
     ran = run_grid(
         request,
         execution,
@@ -103,24 +104,23 @@ def run_and_report(
         echo=echo,
         download=download,
     )
-    if ran is None:  # queued in Slurm; the driver said so
-        return
     if len(ran.outcomes) == 1:
         _report_one(ran.outcomes[0], state.workspace().jobs_dir)
     else:
         _report_grid(ran.outcomes, ran.points)
+    _raise_unless_complete(ran.outcomes)
 
 
 def _report_one(outcome: Outcome, jobs_dir: Path) -> None:
     job, result = outcome.job, outcome.result
     job_dir = jobs_dir / job.key
-    if result.get("damaged"):
-        raise ConcurError(f"job {job.key} ({job.describe()}) was not run: its result file is damaged (named above)")
+    if outcome.damaged:
+        return  # named above, and in the closing error
     if outcome.state is JobState.FAILED:
         hint = "" if outcome.ran else " (it failed before; rerun with --retry-failed)"
         raise ConcurError(f"job {job.key} ({job.describe()}) failed: {result.get('error')}{hint}; traceback in {job_dir / 'result.json'}")
     if outcome.state is JobState.RUNNING:
-        out.print(f"not started here: {job.describe()}  job {job.key} is running in {result.get('owner')}; `concur status` shows it")
+        out.print(f"no result yet: {job.describe()}  job {job.key} is running in {outcome.owner}; `concur status` shows it")
         return
     if outcome.state is JobState.INTERRUPTED:
         out.print(f"interrupted: {job.describe()}  job {job.key} has no result yet; run it again to finish it")
@@ -142,7 +142,7 @@ def _report_grid(outcomes: list[Outcome], points: int) -> None:
         job, result = outcome.job, outcome.result
         scores = result.get("scores") or {}
         state = outcome.state.value if outcome.ran else f"{outcome.state.value} (before)"
-        error = (result.get("error") or (f"running in {result['owner']}" if "owner" in result else ""))[:ERROR_WIDTH]
+        error = (result.get("error") or (f"running in {outcome.owner}" if outcome.owner else ""))[:ERROR_WIDTH]
         em, f1 = number(scores.get("exact_match")), number(scores.get("f1"))
         rows.append([job.approach, job.benchmark, job.hparam_id, job.seed, state, em, f1, job.key, error])
     counts = Counter(outcome.state.value for outcome in outcomes)
@@ -150,11 +150,43 @@ def _report_grid(outcomes: list[Outcome], points: int) -> None:
     same = f" ({points - len(outcomes)} grid points repeat another's settings)" if points > len(outcomes) else ""
     title = f"{len(outcomes)} jobs{same}, {ran} run now: " + "  ".join(f"{count} {name}" for name, count in sorted(counts.items()))
     print_table(title, ["approach", "benchmark", "hparams", "seed", "state", "EM", "F1", "key", "error"], rows)
-    failed = counts.get(JobState.FAILED.value, 0)
+
+
+def _raise_unless_complete(outcomes: list[Outcome]) -> None:
+    """End a grid that is not complete in the error that says what is missing and the fix that works for it."""
+    failed = [outcome for outcome in outcomes if outcome.state is JobState.FAILED]
+    unfinished = [outcome for outcome in outcomes if not outcome.finished]
+    left = f"; {_unfinished_phrase(unfinished)}" if unfinished else ""
     if failed:
-        raise JobsFailedError(
-            f"{failed} of {len(outcomes)} jobs failed; `concur status` shows their errors, --retry-failed runs them again"
-        )
+        damaged = sum(outcome.damaged for outcome in failed)
+        ran_and_failed = len(failed) - damaged
+        parts = []
+        if ran_and_failed:
+            parts.append(f"{ran_and_failed} failed: `concur status` shows their errors, --retry-failed runs them again")
+        if damaged:
+            parts.append(
+                f"{damaged} {'has a damaged result file' if damaged == 1 else 'have damaged result files'} (named above): "
+                "`concur store check` lists them, and --retry-failed (or `concur store rebuild`) moves them aside and runs the jobs again"
+            )
+        raise JobsFailedError(f"{len(failed)} of {len(outcomes)} jobs have no usable result: " + "; ".join(parts) + left)
+    if unfinished:
+        raise JobsUnfinishedError(f"{len(unfinished)} of {len(outcomes)} jobs have no result yet: {_unfinished_phrase(unfinished)}")
+
+
+def _unfinished_phrase(unfinished: list[Outcome]) -> str:
+    """The jobs without a result, by who has them, and how to finish them."""
+    owners = Counter(_owner_kind(outcome) for outcome in unfinished)
+    parts = [f"{count} {kind}" for kind, count in owners.items()]
+    held = any(outcome.state is JobState.RUNNING for outcome in unfinished)
+    how = "run the same command again (without --no-wait) to wait for them" if held else "run the same command again to run them"
+    return ", ".join(parts) + f"; {how} (it runs only the jobs without a result), or `concur status` to see them"
+
+
+def _owner_kind(outcome: Outcome) -> str:
+    if outcome.state is JobState.INTERRUPTED:
+        return "interrupted (they run again)"
+    owner = outcome.owner or "another driver"
+    return "queued in Slurm" if owner.startswith("Slurm job") else f"running in {owner}"
 
 
 def _seeds(text: str) -> tuple[int, ...]:

@@ -23,7 +23,7 @@ def status(
         registry.approach(name)
     for name in bench:
         registry.benchmark(name)
-    workspace = state.workspace()
+    workspace = state.existing_workspace()
     problem = collect_slurm_results(workspace, echo)
     if problem is not None:
         warn(problem)

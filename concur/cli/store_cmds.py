@@ -16,7 +16,6 @@ from concur.runner.jobdir import RESULT_FILE
 from concur.runner.store import Health, inspect_runs, rebuild_index
 
 app = typer.Typer(help="Check the runs dir's results and index, and rebuild the index from the job directories.", no_args_is_help=True)
-DAMAGED_DIR = "damaged"  # runs/damaged/<time>/: what `rebuild` moved aside
 KEYS_LISTED = 20  # keys named per kind of problem; the rest are counted
 REBUILD_HINT = "`concur store rebuild` (or any `concur status`) indexes them"
 FAILURE_EXIT = 1
@@ -29,7 +28,7 @@ def check(
 ) -> None:
     """Read every job directory and the index: count finished, failed, running and interrupted jobs, and list
     damaged files, results not indexed and index rows without a result; exit 1 when anything is wrong."""
-    workspace = settings(ctx).workspace()
+    workspace = settings(ctx).existing_workspace()
     health = inspect_runs(workspace.db_path, workspace.jobs_dir)
     lines = problem_lines(health)
     if output is Format.json:
@@ -48,8 +47,8 @@ def check(
 def rebuild(ctx: typer.Context) -> None:
     """Move damaged result.json, job.json and index files aside into runs/damaged/<time>/ (never deleting one)
     and rebuild the index from the job directories; a job whose result was moved aside runs again."""
-    workspace = settings(ctx).workspace()
-    rebuilt = rebuild_index(workspace.db_path, workspace.jobs_dir, workspace.root / DAMAGED_DIR)
+    workspace = settings(ctx).existing_workspace()
+    rebuilt = rebuild_index(workspace.db_path, workspace.jobs_dir, workspace.damaged_aside())
     for source, destination in rebuilt.moved:
         err.print(f"moved aside: {source} -> {destination}", markup=False)
     how = "built anew (the damaged one is kept aside)" if rebuilt.index_replaced else "rebuilt"

@@ -36,7 +36,7 @@ from concur.cli.run_options import (
     WAIT_OPTION,
     WORKERS_OPTION,
 )
-from concur.errors import JobsFailedError
+from concur.errors import JobsFailedError, JobsUnfinishedError
 from concur.runner.availability import missing_message
 from concur.runner.budget import Budget
 from concur.runner.estimate import FROM_APPROACH, FROM_CELL, FROM_MODEL
@@ -122,6 +122,10 @@ def run_command(
             raise
         _write_report(state, file, study.reference, report, source_dir)  # failed jobs are part of what the report shows
         raise
+    except JobsUnfinishedError as unfinished:
+        if report is None:
+            raise
+        raise JobsUnfinishedError(f"{unfinished}; the report ({report}) is written once every job has a result") from None
     if report is not None:
         _write_report(state, file, study.reference, report, source_dir)
 
@@ -141,12 +145,16 @@ def _write_report(state: Settings, file: Path, reference: str | None, out_dir: P
 def _show(ctx: typer.Context, file: Path, output: Format, source_dir: list[Path] | None, *, sync: bool, parallel: int = 1) -> None:
     state = settings(ctx)
     study = load_study(file)
-    workspace = state.workspace()
     if sync:
+        workspace = state.existing_workspace()
         with Store(workspace.db_path) as store:
             collect_submitted(workspace, store, echo)
+    else:
+        workspace = state.workspace()
     locator = state.locator(source_dir)
     plan, missing = survey_study(state.registry(), study, workspace, locator, warn)
+    if not workspace.root.is_dir():  # planning before the first run is what plan is for; a mistyped runs dir shows here
+        warn(f"no runs directory at {workspace.root} yet: nothing of this study has run there")
     if output is Format.json:
         print_json(
             {

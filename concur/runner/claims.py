@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from concur.fsutil import FILE_MODE, atomic_write_json, default_permissions
-from concur.runner.processes import alive, process_start
+from concur.runner.processes import process_gone, process_start
 from concur.runner.slurm_queue import is_queued
 
 CLAIMS_DIR = "claims"
@@ -100,16 +100,24 @@ class ClaimBook:
 
     def is_stale(self, claim: Claim) -> bool:
         """Whether the claim's owner is gone (a damaged claim has none: claims are only ever written whole)."""
+        return self.why_stale(claim) is not None
+
+    def why_stale(self, claim: Claim) -> str | None:
+        """Why the claim's owner is gone, in words (its process died or is a zombie, its Slurm job left the queue,
+        its heartbeat stopped); None while the owner lives."""
         if not claim.token:
-            return True
+            return "its claim file is damaged"
         heartbeat_age = time.time() - self._heartbeat(claim.key, claim.claimed_at)
         if claim.slurm_id:
             queued = self.queue_check(claim.slurm_id) if self.queue_check else None
-            if queued is not None:
-                return not queued  # sbatch returns once the controller knows the job, so a queued job is always listed
+            if queued is not None:  # sbatch returns once the controller knows the job, so a queued job is always listed
+                return None if queued else f"its owner, Slurm job {claim.slurm_id}, left the queue"
         elif claim.host == socket.gethostname() and claim.pid:
-            return not alive(claim.pid, claim.pid_started)
-        return heartbeat_age > STALE_SECONDS
+            gone = process_gone(claim.pid, claim.pid_started)
+            return None if gone is None else f"its owner, {claim.describe()}, {gone}"
+        if heartbeat_age <= STALE_SECONDS:
+            return None
+        return f"its owner, {claim.describe()}, has not refreshed its claim for {heartbeat_age / 60:.0f} min"
 
     def hand_to_slurm(self, claim: Claim, slurm_id: str) -> Claim:
         """Record that the Slurm job `slurm_id` now runs the claimed job (the claim keeps its token)."""
@@ -148,11 +156,11 @@ class ClaimBook:
         self.directory.mkdir(parents=True, exist_ok=True)
         temporary = self.directory / f".{claim.key}.{claim.token}.tmp"
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, default_permissions(FILE_MODE))
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            json.dump(asdict(claim), handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        try:
+        try:  # the temporary file goes whatever happens, a full disk included
+            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+                json.dump(asdict(claim), handle)
+                handle.flush()
+                os.fsync(handle.fileno())
             os.link(temporary, self.path(claim.key))
             return True
         except FileExistsError:

@@ -1,33 +1,39 @@
 """The driver of a grid: expand it, check and prepare its data, and run every job without a result.
 
-This is what `concur run` and `concur study run` do between parsing and printing. Every
-benchmark's sources are looked for before anything is prepared or run, so a missing file
-stops the grid at once with all missing files named (an unattended study must not stop
-hours in). The jobs then run in worker processes here (`concur.runner.pool`) or as Slurm
-job arrays (`concur.runner.slurm`); each finished job is indexed as it ends.
+This is what `concur run` and `concur study run` do between parsing and printing. The
+options and every benchmark's sources are checked before anything is prepared or run, so a
+wrong device or a missing file stops the grid at once with all missing files named (an
+unattended study must not stop hours in). The jobs then run in worker processes here
+(`concur.runner.pool`) or as Slurm job arrays (`concur.runner.slurm`); each finished job is
+indexed as it ends, and jobs other drivers hold are waited for unless told not to, so a grid
+that returns without RUNNING outcomes is complete.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from concur.approaches.precision import device_precision_problem
 from concur.data.prepare import PreparedBenchmark, prepare
 from concur.data.sources import SourceLocator
-from concur.devices import resolve_device, visible_gpus
-from concur.errors import ConcurError
+from concur.devices import Gpu, device_problem, visible_gpus
+from concur.errors import ConcurError, DamagedFileError
 from concur.registry.registry import Registry
 from concur.runner.availability import check_sources
 from concur.runner.estimate import Speeds, job_estimate, throughputs
 from concur.runner.executors import Execution, Executor
 from concur.runner.grid import GridPoint, GridRequest, expand_grid
+from concur.runner.jobdir import JobDir, JobState
 from concur.runner.jobs import make_job
 from concur.runner.local import Outcome
 from concur.runner.pool import LocalPool, PoolSettings, Task
 from concur.runner.progress_view import GridProgress
 from concur.runner.slurm import SlurmExecutor, load_slurm_config
 from concur.runner.store import Store
+from concur.stopping import Stopped
 from concur.workspace import Workspace
 
 
@@ -49,24 +55,57 @@ def run_grid(
     locator: SourceLocator,
     echo: Callable[[str], None],
     download: bool = True,
-) -> GridRun | None:
-    """Run every job of the grid that has no result yet; None when they were queued in Slurm without waiting.
+) -> GridRun:
+    """Run every job of the grid that has no result yet, and wait for those other drivers hold (`execution.wait`).
 
     Without `download` a source file only available online counts as missing too. `echo` is
-    told what happens as it happens (starts, ends, retries, submissions).
+    told what happens as it happens (starts, ends, retries, submissions). A signal stops it
+    with `Stopped`, whose summary says how many jobs have a result and how many do not.
     """
-    if execution.cuda_graphs and execution.executor is Executor.local and resolve_device(execution.device) == "cpu":
+    problem = device_problem(execution.device)
+    if problem is not None:
+        raise ConcurError(f"--device: {problem}")
+    gpus = visible_gpus(execution.device) if execution.executor is Executor.local else ()  # before any data is prepared
+    if execution.cuda_graphs and execution.executor is Executor.local and not gpus:
         raise ConcurError("--cuda-graphs records CUDA graphs, which needs a GPU; this grid runs on the CPU (leave --cuda-graphs out)")
     points = expand_grid(registry, request)  # every name checked, every setting drawn, before any data is prepared
-    check_sources([point.bench for point in points], locator, workspace.data_dir, download=download)
-    prepared = _prepare(points, locator, workspace.data_dir)
-    with Store(workspace.db_path) as store:
-        tasks = _tasks(points, prepared, request, throughputs(store.rows()))
-        if execution.executor is Executor.slurm:
-            outcomes = _run_on_slurm(tasks, execution, registry_dirs, workspace, store, echo)
-        else:
-            outcomes = _run_here(tasks, execution, registry_dirs, workspace, store, echo)
-    return None if outcomes is None else GridRun(outcomes, len(points))
+    if execution.executor is Executor.local:
+        problem = device_precision_problem("cuda" if gpus else "cpu", request.precision)
+        if problem is not None:
+            raise ConcurError(f"precision {request.precision}: {problem}")
+    tasks: list[Task] = []
+    try:
+        check_sources([point.bench for point in points], locator, workspace.data_dir, download=download)
+        prepared = _prepare(points, locator, workspace.data_dir)
+        with Store(workspace.db_path) as store:
+            tasks = _tasks(points, prepared, request, throughputs(store.rows()))
+            if execution.executor is Executor.slurm:
+                outcomes = _run_on_slurm(tasks, execution, registry_dirs, workspace, store, echo)
+            else:
+                outcomes = _run_here(tasks, execution, gpus, registry_dirs, workspace, store, echo)
+    except KeyboardInterrupt as interrupt:
+        raise Stopped.of(interrupt, _how_far(tasks, workspace)) from None
+    return GridRun(outcomes, len(points))
+
+
+def _how_far(tasks: Sequence[Task], workspace: Workspace) -> str:
+    """How far a stopped grid got, by its job directories: `5 of 18 jobs done, 13 not run`."""
+    keys = list(dict.fromkeys(task.job.key for task in tasks))
+    if not keys:
+        return "no job had started"
+    states: Counter[str] = Counter()
+    for key in keys:
+        try:
+            states[JobDir(workspace.jobs_dir / key).state().value] += 1
+        except DamagedFileError:
+            states["damaged"] += 1
+    running = states[JobState.RUNNING.value]
+    parts = [f"{states[JobState.DONE.value]} of {len(keys)} jobs done"]
+    parts += [f"{states[state]} {state}" for state in (JobState.FAILED.value, "damaged") if states[state]]
+    parts.append(f"{states[JobState.PENDING.value] + states[JobState.INTERRUPTED.value]} not run")
+    if running:
+        parts.append(f"{running} still running elsewhere (another driver or Slurm)")
+    return ", ".join(parts)
 
 
 def _prepare(points: Sequence[GridPoint], locator: SourceLocator, data_dir: Path) -> dict[str, PreparedBenchmark]:
@@ -92,6 +131,7 @@ def _tasks(points: Sequence[GridPoint], prepared: dict[str, PreparedBenchmark], 
 def _run_here(
     tasks: list[Task],
     execution: Execution,
+    gpus: tuple[Gpu, ...],
     registry_dirs: Sequence[Path],
     workspace: Workspace,
     store: Store,
@@ -100,11 +140,12 @@ def _run_here(
     """Worker processes on this machine; a single job streams its output, a grid shows its progress instead."""
     settings = PoolSettings(
         execution.run_options(),
-        gpus=visible_gpus(execution.device),
+        gpus=gpus,
         jobs_per_gpu=execution.jobs_per_gpu,
         cpu_workers=execution.workers,
         max_attempts=execution.max_attempts,
         time_limit_seconds=execution.time_limit_seconds(),
+        wait=execution.wait,
     )
     pool = LocalPool(workspace, store, registry_dirs, settings, echo, stream_output=len(tasks) == 1)
     with GridProgress(len({task.job.key for task in tasks}), echo) as progress:
@@ -118,19 +159,18 @@ def _run_on_slurm(
     workspace: Workspace,
     store: Store,
     echo: Callable[[str], None],
-) -> list[Outcome] | None:
-    """Submit what has no result; wait for it (the outcomes, in grid order) or return None at once."""
+) -> list[Outcome]:
+    """Submit what has no result; wait for it and for the jobs other drivers hold, or return at once, the
+    jobs without a result RUNNING with their owners (a Slurm job, another driver)."""
     config = load_slurm_config(execution.slurm_config)
     slurm = SlurmExecutor(workspace, store, registry_dirs, config, execution.run_options(), echo, execution.time_limit_seconds())
-    finished, submissions = slurm.submit(tasks)
-    if not execution.wait:
-        echo(
-            f"{len(submissions)} jobs are queued in Slurm, {len(finished)} were finished before; "
-            "`concur status` or `concur study collect FILE` indexes their results as they end"
-        )
-        return None
-    with GridProgress(len(submissions), echo) as progress:
-        ran = {outcome.job.key: outcome for outcome in slurm.wait(submissions, tasks, progress)}
-    before = {outcome.job.key: outcome for outcome in finished}
-    unique = {task.job.key: task for task in tasks}
-    return [before.get(key) or ran[key] for key in unique]
+    submitted = slurm.submit(tasks)
+    if execution.wait:
+        with GridProgress(len(submitted.submissions) + len(submitted.held), echo) as progress:
+            ended = slurm.wait(submitted, tasks, progress)
+    else:
+        by_key = {task.job.key: task for task in tasks}
+        queued = [Outcome(by_key[s.key].job, JobState.RUNNING, ran=False, owner=f"Slurm job {s.slurm_id}") for s in submitted.submissions]
+        ended = [*submitted.held, *queued]
+    known = {outcome.job.key: outcome for outcome in [*submitted.finished, *ended]}
+    return [known[key] for key in dict.fromkeys(task.job.key for task in tasks)]

@@ -5,7 +5,8 @@ with a budget's subset (`concur.runner.budget`) gives the approach only that sub
 training split and scores the subset of the test split; the sizes are recorded. The
 result file is written last and atomically, so a job killed at any point leaves no result
 and simply runs again. Faults are recorded, never lost: an exception becomes a failed
-result with its traceback; CUDA running out of memory retries the job with half the
+result with its traceback (but a full disk or an I/O error, which is no fault of the job's, leaves it without a
+result, to run again once there is space); CUDA running out of memory retries the job with half the
 per-device batch (twice the gradient accumulation, the same effective batch) and records
 each retry; a NaN loss fails the job with the step it appeared at. Every result records the
 device, device-seconds, peak memory and the library versions.
@@ -25,12 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from concur.approaches.base import RunContext, build_approach
-from concur.approaches.precision import numerics
+from concur.approaches.precision import device_precision_problem, numerics
 from concur.components import resolve
 from concur.data.prepare import SPLITS, PreparedBenchmark
 from concur.devices import device_description, resolve_device, software_versions
-from concur.errors import ClaimLostError, JobInterrupted
+from concur.errors import ClaimLostError, ConcurError, JobInterrupted
 from concur.metrics import evaluate
+from concur.oserrors import is_storage_error
 from concur.registry.specs import ApproachSpec
 from concur.runner.budget import apply_subset
 from concur.runner.claims import Claim, ClaimBook
@@ -144,6 +146,9 @@ def _execute(
     meter = _Meter(device)
     try:
         log(f"job {job.key}: {job.describe()} on {result['device']}")
+        problem = device_precision_problem(device, job.precision)
+        if problem is not None:
+            raise ConcurError(f"precision {job.precision}: {problem}")
         splits, subset = apply_subset({name: bench.load(name) for name in SPLITS}, job.subset)
         if subset:
             result["subset"] = subset
@@ -169,6 +174,8 @@ def _execute(
         log(f"EM {scores.exact_match:.2f}  F1 {scores.f1:.2f}  over {scores.n_gold} test questions")
         result["status"] = "ok"
     except Exception as exc:  # a failed job is recorded with its traceback, never lost
+        if is_storage_error(exc):  # the disk's fault, not the job's: no result, so a rerun runs it once there is space
+            raise
         result["status"] = "failed"
         result["error"] = f"{type(exc).__name__}: {exc}"
         result["traceback"] = traceback.format_exc()

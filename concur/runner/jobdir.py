@@ -43,6 +43,7 @@ RESULT_STATUSES = (OK_STATUS, "failed")  # what a result.json's "status" may be
 RESULT_JOB_FIELDS = ("key", "approach", "benchmark", "hparam_id", "seed", "hparams", "data_hash", "result_version")  # the index needs them
 RESULT_JOB_TYPES = {"key": str, "approach": str, "benchmark": str, "hparam_id": int, "seed": int}  # what the index sorts and keys by
 SCORE_FIELDS = ("exact_match", "f1")  # what an "ok" result must score
+SCORE_RANGE = (0.0, 100.0)  # percentages, as the official SQuAD script reports them
 TRUNCATED_STRING = "Unterminated string"  # json's message for a file cut inside a string
 # What json stops at when a file is cut inside a number or a literal: the rest of the file is one partial token.
 PARTIAL_TOKEN = re.compile(r"[0-9.eE+\-]+|t(?:r(?:ue?)?)?|f(?:a(?:l(?:se?)?)?)?|n(?:u(?:ll?)?)?")
@@ -202,8 +203,21 @@ def result_shape_problem(result: dict[str, Any]) -> str | None:
     if status not in RESULT_STATUSES:
         return "no 'status'" if status is None else f"status {status!r} is neither {' nor '.join(map(repr, RESULT_STATUSES))}"
     scores = result.get("scores")
-    if status == OK_STATUS and not (isinstance(scores, dict) and all(isinstance(scores.get(name), int | float) for name in SCORE_FIELDS)):
+    if status != OK_STATUS:
+        return None
+    if not (isinstance(scores, dict) and all(isinstance(scores.get(name), int | float) for name in SCORE_FIELDS)):
         return f"status 'ok' without numeric scores {' and '.join(SCORE_FIELDS)}"
+    for name in SCORE_FIELDS:
+        problem = score_problem(scores[name])
+        if problem is not None:
+            return f"{name} {problem}, for {job['approach']} on {job['benchmark']}, hparams {job['hparam_id']}, seed {job['seed']}"
+    return None
+
+
+def score_problem(score: Any) -> str | None:
+    """What makes a stored EM or F1 impossible (a percentage outside 0-100, or not a number); None when nothing."""
+    if not isinstance(score, int | float) or not SCORE_RANGE[0] <= score <= SCORE_RANGE[1]:  # NaN fails both comparisons
+        return f"{score!r} is not a percentage within {SCORE_RANGE[0]:g}-{SCORE_RANGE[1]:g}"
     return None
 
 

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from concur.data.prepare import PreparedBenchmark
 from concur.errors import ConcurError, DamagedFileError
+from concur.fsutil import move_aside
 from concur.registry.specs import ApproachSpec
 from concur.runner.claims import Claim, ClaimBook, Heartbeat
 from concur.runner.execute import RunOptions, execute_job
@@ -28,6 +30,13 @@ class Outcome:
     state: JobState
     ran: bool  # False when the job was already finished and nothing was done
     result: dict[str, Any] = field(default_factory=dict)
+    owner: str | None = None  # RUNNING: who runs it (another driver's process, a Slurm job)
+    damaged: bool = False  # FAILED because its result.json (or job.json) cannot be read; `result["error"]` names the file
+
+    @property
+    def finished(self) -> bool:
+        """Whether the job has a result (ok or failed): a grid whose every outcome is finished is complete."""
+        return self.state in (JobState.DONE, JobState.FAILED)
 
 
 def run_job(
@@ -41,16 +50,14 @@ def run_job(
 ) -> Outcome:
     """Run `job` unless its key already finished (or failed, without `retry_failed`) or another owner runs it."""
     job_dir = JobDir(workspace.jobs_dir / job.key)
-    finished = finished_outcome(job, job_dir, options.retry_failed)
     book = ClaimBook(workspace.root)
+    finished = settle_finished(job, job_dir, store, book, options.retry_failed)
     if finished is not None:
-        store.record(finished.result, job_dir.path)
-        book.clear_if_stale(job.key)
         return finished
     claim = claim_job(book, job, job_dir, options.retry_failed, echo)
     if isinstance(claim, Outcome):
         if claim.state is JobState.RUNNING:
-            raise ConcurError(f"job {job.key} ({job.describe()}) is already running: {claim.result['owner']}")
+            raise ConcurError(f"job {job.key} ({job.describe()}) is already running: {claim.owner}")
         store.record(claim.result, job_dir.path)
         return claim
     try:
@@ -72,7 +79,7 @@ def claim_job(book: ClaimBook, job: Job, job_dir: JobDir, retry_failed: bool, ec
     claim = book.acquire(job.key)
     if claim is None:
         holder = book.holder(job.key)
-        return Outcome(job, JobState.RUNNING, ran=False, result={"owner": holder.describe() if holder else "another driver"})
+        return Outcome(job, JobState.RUNNING, ran=False, owner=holder.describe() if holder else "another driver")
     finished = finished_outcome(job, job_dir, retry_failed)
     if finished is not None:  # finished by another driver between our look and our claim
         book.release(claim)
@@ -83,19 +90,66 @@ def claim_job(book: ClaimBook, job: Job, job_dir: JobDir, retry_failed: bool, ec
     return claim
 
 
-def finished_outcome(job: Job, job_dir: JobDir, retry_failed: bool, echo: Callable[[str], None] | None = None) -> Outcome | None:
+def finished_outcome(
+    job: Job, job_dir: JobDir, retry_failed: bool, echo: Callable[[str], None] | None = None, damaged_dir: Path | None = None
+) -> Outcome | None:
     """The stored outcome of a job that needs no run: done, or failed when failures are not retried.
 
     With `echo`, a damaged result is reported and its job left alone (a FAILED outcome naming the
     file and the fix): a grid goes on with its other jobs, and the damaged file is never overwritten.
+    With `retry_failed` and a `damaged_dir` as well, the damaged file is moved there instead
+    (never deleted) and the job runs again.
     """
     try:
         state = job_dir.state()
     except DamagedFileError as error:
         if echo is None:
             raise
+        if retry_failed and damaged_dir is not None:
+            moved = move_aside(error.path, damaged_dir / job.key / error.path.name)
+            echo(f"job {job.key} ({job.describe()}): its damaged {error.path.name} ({error.problem}) is moved to {moved}; running it again")
+            return finished_outcome(job, job_dir, retry_failed, echo, damaged_dir)
         echo(f"warning: job {job.key} ({job.describe()}) is not run: {error}")
-        return Outcome(job, JobState.FAILED, ran=False, result={"status": "failed", "error": str(error), "damaged": True})
+        return Outcome(job, JobState.FAILED, ran=False, result={"status": "failed", "error": str(error)}, damaged=True)
     if state is JobState.DONE or (state is JobState.FAILED and not retry_failed):
         return Outcome(job, state, ran=False, result=job_dir.result() or {})
     return None
+
+
+def settle_finished(
+    job: Job,
+    job_dir: JobDir,
+    store: Store,
+    book: ClaimBook,
+    retry_failed: bool,
+    echo: Callable[[str], None] | None = None,
+    damaged_dir: Path | None = None,
+) -> Outcome | None:
+    """The outcome of a job that needs no run (`finished_outcome`), indexed, and any claim its killed owner left
+    removed; None when the job is to run. What every executor does first with each job of a grid."""
+    finished = finished_outcome(job, job_dir, retry_failed, echo, damaged_dir)
+    if finished is not None:
+        if not finished.damaged:
+            store.record(finished.result, job_dir.path)
+        book.clear_if_stale(job.key)
+    return finished
+
+
+def recheck_held(book: ClaimBook, job: Job, job_dir: JobDir, echo: Callable[[str], None]) -> Claim | Outcome:
+    """Look again at a job another owner held: its outcome once it has a result, this driver's claim once the
+    owner is gone (dead, a zombie, its heartbeat stale, or it let the job go without a result), else RUNNING.
+
+    A result the other owner wrote meanwhile is taken as it is, failed ones too: it is this
+    run's attempt, not an earlier failure that --retry-failed would run again.
+    """
+    finished = finished_outcome(job, job_dir, retry_failed=False, echo=echo)
+    if finished is not None:
+        return finished
+    holder = book.holder(job.key)
+    why = "its owner let it go without a result" if holder is None else book.why_stale(holder)
+    if why is None:
+        return Outcome(job, JobState.RUNNING, ran=False, owner=holder.describe() if holder else None)
+    claimed = claim_job(book, job, job_dir, False, echo)
+    if isinstance(claimed, Claim):
+        echo(f"job {job.key} ({job.describe()}): {why}; this driver takes it over")
+    return claimed

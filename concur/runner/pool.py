@@ -10,12 +10,15 @@ already measured), so the last one to finish is a short one.
 A job is claimed (`concur.runner.claims`) just before its worker starts, so drivers on any
 number of hosts sharing one runs dir split a grid between them and never run a job twice;
 the driver refreshes its claims while their workers run and releases each once its result is
-indexed. Only drivers write the SQLite index; workers write their job directories. Faults are
-recorded: a worker that dies without a result (killed, crashed) is retried up to
-`max_attempts` times with the reasons kept; a job past its time limit is stopped and
-recorded as failed. Workers die with the driver (Linux: PR_SET_PDEATHSIG), so a killed
-driver leaves no orphan that could write a result nobody indexes; rerunning it runs exactly
-the jobs without a result.
+indexed. A job another driver holds is waited for: taken as finished when its result appears,
+and taken over when its owner dies (its process gone or a zombie, its heartbeat stale), so a
+grid that returns has a result for every job unless told not to wait. Only drivers write the
+SQLite index; workers write their job directories. Faults are recorded: a worker that dies
+without a result (killed, crashed) is retried up to `max_attempts` times with the reasons
+kept; a job past its time limit is stopped and recorded as failed; a worker stopped by a full
+disk ends the grid with the path and the free space, recording nothing as failed. Workers
+die with the driver (Linux: PR_SET_PDEATHSIG), so a killed driver leaves no orphan that could
+write a result nobody indexes; rerunning it runs exactly the jobs without a result.
 """
 
 from __future__ import annotations
@@ -26,15 +29,16 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any, Protocol
 
 from concur.components import resolve
 from concur.devices import Gpu, usable_cores
+from concur.errors import StorageError
+from concur.oserrors import free_space
 from concur.registry.specs import ApproachSpec
 from concur.runner.claims import Claim, ClaimBook, Heartbeat
 from concur.runner.execute import RunOptions
@@ -42,10 +46,11 @@ from concur.runner.faults import FaultPoint, fault_point
 from concur.runner.forked import ForkedWorker, Zygote, ZygoteError
 from concur.runner.jobdir import JobDir, JobState
 from concur.runner.jobs import Job
-from concur.runner.local import Outcome, claim_job, finished_outcome
+from concur.runner.local import Outcome, claim_job, recheck_held, settle_finished
 from concur.runner.request import JobRequest, failed_result
 from concur.runner.store import Store
-from concur.runner.worker import DRIVER_PID_ENV
+from concur.runner.worker import DRIVER_PID_ENV, STORAGE_EXIT
+from concur.stopping import terminate_as_stop
 from concur.workspace import Workspace
 
 POLL_SECONDS = 0.25
@@ -53,6 +58,7 @@ POLL_SECONDS = 0.25
 # their speed alone (GPU 96% busy), so four keep a GPU busy without slowing each other much.
 DEFAULT_JOBS_PER_GPU = 4
 OUTPUT_TAIL_LINES = 5  # lines of a dead worker's output kept in the failure reason
+HELD_LOOK_SECONDS = 1.0  # how often the jobs other drivers hold are looked at again (a claim and a result file each)
 
 
 def worker_modules(specs: Iterable[ApproachSpec]) -> tuple[str, ...]:
@@ -78,6 +84,7 @@ class PoolSettings:
     cpu_workers: int = 1  # parallel jobs without GPUs
     max_attempts: int = 3  # runs of a job whose worker keeps dying
     time_limit_seconds: float | None = None  # overrides every spec's resources.time_limit_hours
+    wait: bool = True  # wait for the jobs other drivers hold (taking over those whose owner dies), or leave them to them
 
 
 def worker_threads(settings: PoolSettings, spec: ApproachSpec, on_gpu: bool, cores: int) -> int:
@@ -97,6 +104,7 @@ class _Todo:
     task: Task
     history: list[dict[str, Any]]  # attempts that died without a result
     claim: Claim | None = None  # taken when the job first starts, kept across its retries
+    owner: str | None = None  # while another driver holds the job: who (this driver waits for it)
 
 
 class WorkerProcess(Protocol):
@@ -142,26 +150,27 @@ class LocalPool:
         self._outcomes: dict[str, Outcome] = {}
         self._heartbeat = Heartbeat(self.claims)
         self._zygote: Zygote | None = None  # forks the workers of a grid; a single job's worker is a new process
+        self._held: dict[str, _Todo] = {}  # jobs another driver runs, waited for
+        self._held_looked_at = 0.0  # when the held jobs were last looked at (time.monotonic)
 
     def run(self, tasks: Sequence[Task], progress: Any = None) -> list[Outcome]:
         """Run every task that has no result yet (longest first); `progress` is told of each change.
 
-        A job another driver runs is not started (its outcome is RUNNING); one it finishes
-        while this driver waits is taken as finished.
+        A job another driver holds is waited for (`settings.wait`): taken as finished once its
+        result appears, taken over once its owner is gone. Without waiting its outcome is RUNNING.
         """
         todo: list[_Todo] = []
         order: list[str] = []
+        damaged_dir = self.workspace.damaged_aside()
         for task in tasks:
             key = task.job.key
             if key in order:
                 continue  # two grid points with the same settings are one job
             order.append(key)
             job_dir = JobDir(self.workspace.jobs_dir / key)
-            finished = finished_outcome(task.job, job_dir, self.settings.options.retry_failed, self.echo)
+            retry = self.settings.options.retry_failed
+            finished = settle_finished(task.job, job_dir, self.store, self.claims, retry, self.echo, damaged_dir)
             if finished is not None:
-                if not finished.result.get("damaged"):
-                    self.store.record(finished.result, job_dir.path)
-                self.claims.clear_if_stale(key)
                 self._outcomes[key] = finished
                 continue
             todo.append(_Todo(task, []))
@@ -171,13 +180,19 @@ class LocalPool:
             # GPU workers too, while it has not initialised CUDA: see concur.runner.zygote
             self._zygote = Zygote(os.environ, worker_modules(item.task.spec for item in todo))
         try:
-            with Heartbeat(self.claims) as self._heartbeat, _terminate_as_interrupt():
-                while todo or self._running:
+            with Heartbeat(self.claims) as self._heartbeat, terminate_as_stop():
+                while todo or self._running or self._held:
                     self._poll(todo, progress)  # first, so that a slot freed since the last look is refilled now
+                    self._look_at_held(todo, progress)
                     self._start(todo, progress)
                     if progress is not None:
-                        progress.update([r.task for r in self._running.values()], [t.task for t in todo], list(self._outcomes.values()))
-                    if todo or self._running:
+                        progress.update(
+                            [r.task for r in self._running.values()],
+                            [t.task for t in todo],
+                            list(self._outcomes.values()),
+                            [(held.task, held.owner or "") for held in self._held.values()],
+                        )
+                    if todo or self._running or self._held:
                         self._idle()
         finally:
             for running in self._running.values():  # an exception in the driver: stop the workers it started
@@ -210,20 +225,47 @@ class LocalPool:
                 job = item.task.job
                 job_dir = JobDir(self.workspace.jobs_dir / job.key)
                 claimed = claim_job(self.claims, job, job_dir, self.settings.options.retry_failed, self.echo)
+                if isinstance(claimed, Outcome) and claimed.state is JobState.RUNNING and self.settings.wait:
+                    self.echo(f"job {job.key} ({job.describe()}) is running in {claimed.owner}; waiting for it (--no-wait: leave it)")
+                    item.owner = claimed.owner
+                    self._held[job.key] = item
+                    continue
                 if isinstance(claimed, Outcome):
                     self._settled_elsewhere(claimed, progress)
                     continue
                 item.claim = claimed
-            self._launch(item, gpu)
+            try:
+                self._launch(item, gpu)
+            except BaseException:  # not started (a full disk under its request file): its claim is not left behind
+                self.claims.release(item.claim)
+                raise
             if progress is not None:
                 progress.started(item.task, gpu.visible_id if gpu else None)
 
+    def _look_at_held(self, todo: list[_Todo], progress: Any) -> None:
+        """Every HELD_LOOK_SECONDS, look again at the jobs other drivers hold: settle those that finished, and claim
+        (at the front of `todo`) those whose owner is gone."""
+        if not self._held or time.monotonic() - self._held_looked_at < HELD_LOOK_SECONDS:
+            return
+        self._held_looked_at = time.monotonic()
+        for key, item in list(self._held.items()):
+            looked = recheck_held(self.claims, item.task.job, JobDir(self.workspace.jobs_dir / key), self.echo)
+            if isinstance(looked, Outcome) and looked.state is JobState.RUNNING:
+                item.owner = looked.owner or item.owner
+                continue
+            del self._held[key]
+            if isinstance(looked, Outcome):
+                self._settled_elsewhere(looked, progress)
+            else:
+                item.claim, item.owner = looked, None
+                todo.insert(0, item)
+
     def _settled_elsewhere(self, outcome: Outcome, progress: Any) -> None:
-        """A job this driver did not run: another driver runs it now, or has just finished it."""
+        """A job this driver did not run: another driver runs it now (left to it), or has just finished it."""
         job = outcome.job
         if outcome.state is JobState.RUNNING:
-            self.echo(f"job {job.key} ({job.describe()}) is running in {outcome.result['owner']}; not starting it again")
-        else:
+            self.echo(f"job {job.key} ({job.describe()}) is running in {outcome.owner}; left to it (--no-wait)")
+        elif not outcome.damaged:
             self.store.record(outcome.result, self.workspace.jobs_dir / job.key)
         self._outcomes[job.key] = outcome
         if progress is not None:
@@ -312,6 +354,10 @@ class LocalPool:
             if result is not None:
                 self._finish(running, job_dir, result, progress)
                 continue
+            if code == STORAGE_EXIT:  # the disk, not the job: every other job would meet it too
+                self._heartbeat.remove(key)
+                self.claims.release(running.claim)
+                raise StorageError(f"job {key} ({running.task.job.describe()}) stopped without a result: {self._storage_problem(key)}")
             history = [
                 *running.request.previous_attempts,
                 {"error": self._death(code, key), "gpu": running.gpu.visible_id if running.gpu else None},
@@ -324,14 +370,16 @@ class LocalPool:
             self._finish(running, job_dir, failed_result(replace(running.request, previous_attempts=history), error), progress)
 
     def _finish(self, running: _Running, job_dir: JobDir, result: dict[str, Any], progress: Any) -> None:
-        if job_dir.result() is None and self.claims.holds(running.claim):  # the driver writes results only for workers that could not
-            job_dir.path.mkdir(parents=True, exist_ok=True)
-            job_dir.write_result(result)
-        fault_point(FaultPoint.UNINDEXED)
-        self.store.record(result, job_dir.path)
-        fault_point(FaultPoint.INDEXED)
-        self._heartbeat.remove(running.claim.key)
-        self.claims.release(running.claim)
+        try:  # the claim goes whatever happens (a full disk under the index): a result is indexed by its next reader
+            if job_dir.result() is None and self.claims.holds(running.claim):  # the driver writes results only for workers that could not
+                job_dir.path.mkdir(parents=True, exist_ok=True)
+                job_dir.write_result(result)
+            fault_point(FaultPoint.UNINDEXED)
+            self.store.record(result, job_dir.path)
+            fault_point(FaultPoint.INDEXED)
+        finally:
+            self._heartbeat.remove(running.claim.key)
+            self.claims.release(running.claim)
         job = running.task.job
         state = JobState.DONE if result["status"] == "ok" else JobState.FAILED
         self._outcomes[job.key] = Outcome(job, state, ran=True, result=result)
@@ -342,13 +390,26 @@ class LocalPool:
         if progress is not None:
             progress.finished(self._outcomes[job.key])
 
+    def _storage_problem(self, key: str) -> str:
+        """What the worker said of the disk (its last output line), else the free space of the runs dir."""
+        lines = self._output_tail(key)
+        if lines:
+            return lines[-1]
+        root = self.workspace.root
+        return f"its worker could not write to {root} ({free_space(root)}); free some space, then run the same command again"
+
+    def _output_tail(self, key: str) -> list[str]:
+        """The last lines a worker printed (none when it streamed them to the terminal)."""
+        output = self.requests_dir / f"{key}.out"
+        if not output.is_file():
+            return []
+        return [line.strip() for line in output.read_text(errors="replace").strip().splitlines()[-OUTPUT_TAIL_LINES:] if line.strip()]
+
     def _death(self, code: int, key: str) -> str:
         reason = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code} without a result"
-        output = self.requests_dir / f"{key}.out"
-        if output.is_file():
-            tail = output.read_text(errors="replace").strip().splitlines()[-OUTPUT_TAIL_LINES:]
-            if tail:
-                reason += "; its last output: " + " | ".join(line.strip() for line in tail)
+        tail = self._output_tail(key)
+        if tail:
+            reason += "; its last output: " + " | ".join(tail)
         return reason
 
 
@@ -364,23 +425,6 @@ def _stderr_descriptor() -> int:
         return sys.stderr.fileno()
     except (OSError, io.UnsupportedOperation):
         return 2
-
-
-@contextlib.contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
-    """While the pool runs, SIGTERM (a scheduler, `kill`) stops it like Ctrl-C: workers stopped, claims released."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt(f"stopped by {signal.Signals(signum).name}")
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _kill(process: WorkerProcess) -> None:

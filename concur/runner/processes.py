@@ -23,16 +23,21 @@ def process_start(pid: int) -> str | None:
     return fields[19] if fields else None
 
 
-def alive(pid: Any, started: str | None) -> bool:
-    """Whether the process still runs (not a reused pid, nor a zombie nobody reaped)."""
+def process_gone(pid: Any, started: str | None) -> str | None:
+    """Why the process no longer runs ("no longer runs", "is a zombie": dead, not yet reaped by its parent), None while it runs.
+
+    A reused pid (another start time) counts as gone; without /proc, `kill(pid, 0)` is trusted.
+    """
     if not isinstance(pid, int) or pid <= 0:
-        return False
+        return "no longer runs"
     try:
         with contextlib.suppress(PermissionError):  # it exists, owned by another user
             os.kill(pid, 0)
     except ProcessLookupError:
-        return False
+        return "no longer runs"
     fields = process_stat(pid)
     if fields is None:  # no /proc: trust kill(0)
-        return True
-    return fields[0] != "Z" and (started is None or fields[19] == started)
+        return None
+    if started is not None and fields[19] != started:
+        return "no longer runs"
+    return "is a zombie" if fields[0] == "Z" else None

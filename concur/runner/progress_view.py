@@ -35,6 +35,7 @@ class GridProgress:
         self.opened = time.monotonic()
         self.running: list[Any] = []
         self.pending: list[Any] = []
+        self.held: list[tuple[Any, str]] = []  # (task, owner) of the jobs another driver runs
         self.live = Live(console=STDERR, refresh_per_second=REFRESHES_PER_SECOND, transient=True) if progress_enabled() else None
 
     def __enter__(self) -> GridProgress:
@@ -76,8 +77,9 @@ class GridProgress:
         if self.live is None and outcome.state is not JobState.RUNNING:
             self.echo(f"{self._position()} {self._describe(outcome)} (by another driver)")
 
-    def update(self, running: Sequence[Any], pending: Sequence[Any], outcomes: Sequence[Any]) -> None:
-        self.running, self.pending = list(running), list(pending)
+    def update(self, running: Sequence[Any], pending: Sequence[Any], outcomes: Sequence[Any], held: Sequence[tuple[Any, str]] = ()) -> None:
+        """The pool's state now; `held` are the jobs other drivers run, with their owners, which this driver waits for."""
+        self.running, self.pending, self.held = list(running), list(pending), list(held)
         self.counts = Counter(outcome.state.value for outcome in outcomes)
         if self.live is not None:
             self.live.update(self._table())
@@ -105,8 +107,9 @@ class GridProgress:
     def _table(self) -> Table:
         eta, unknown = self.eta_seconds()
         counts = self.counts
+        elsewhere = f"  {len(self.held)} running elsewhere" if self.held else ""
         summary = (
-            f"{counts[JobState.DONE.value]} done  {len(self.running)} running  {counts[JobState.FAILED.value]} failed  "
+            f"{counts[JobState.DONE.value]} done  {len(self.running)} running{elsewhere}  {counts[JobState.FAILED.value]} failed  "
             f"{len(self.pending)} pending  of {self.total}   ETA {timedelta(seconds=round(eta))}"
             + (f" (+ {unknown} jobs not yet measured)" if unknown else "")
         )
@@ -118,4 +121,6 @@ class GridProgress:
             key = task.job.key
             elapsed = timedelta(seconds=round(now - self.started_at.get(key, now)))
             table.add_row(task.job.describe(), self.devices.get(key, ""), str(elapsed))
+        for task, owner in self.held:
+            table.add_row(task.job.describe(), f"elsewhere: {owner}", "")
         return table

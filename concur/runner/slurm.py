@@ -31,7 +31,7 @@ from concur.registry.tables import Table
 from concur.runner.claims import Claim, ClaimBook
 from concur.runner.execute import RunOptions, now
 from concur.runner.jobdir import JobDir, JobState
-from concur.runner.local import Outcome, claim_job, finished_outcome
+from concur.runner.local import Outcome, claim_job, recheck_held, settle_finished
 from concur.runner.pool import Task
 from concur.runner.request import JobRequest, failed_result, run_request
 from concur.runner.slurm_queue import QueueStates, is_alive, is_queued, queue_states
@@ -68,6 +68,15 @@ class Submission:
     request: str  # path of the job's request file
     log: str  # the task's stderr, kept by submitit
     submitted_at: str
+
+
+@dataclass
+class Submitted:
+    """What submitting a grid found and did."""
+
+    finished: list[Outcome] = field(default_factory=list)  # jobs with a result already
+    submissions: list[Submission] = field(default_factory=list)  # jobs in Slurm's queue: submitted now, or before
+    held: list[Outcome] = field(default_factory=list)  # RUNNING: jobs another driver holds, with their owners
 
 
 def load_slurm_config(path: Path | None) -> SlurmConfig:
@@ -145,50 +154,48 @@ class SlurmExecutor:
         self.folder = workspace.root / "slurm"
         self.ledger = self.folder / "submissions.jsonl"
 
-    def submit(self, tasks: Sequence[Task]) -> tuple[list[Outcome], list[Submission]]:
-        """Submit every task without a result that is not already queued; returns the finished outcomes and the submissions."""
-        finished: list[Outcome] = []
+    def submit(self, tasks: Sequence[Task]) -> Submitted:
+        """Submit every task without a result that is not already queued or held by another driver."""
+        submitted = Submitted()
         remembered = self.submissions()
         alive = self._alive(remembered, self._queue_states(remembered))
-        groups: dict[tuple[int, int, int, int], list[tuple[Task, Claim]]] = {}
+        claimed: list[tuple[Task, Claim]] = []
         seen: set[str] = set()
+        damaged_dir = self.workspace.damaged_aside()
         for task in tasks:
             key = task.job.key
             if key in seen:
                 continue
             seen.add(key)
             job_dir = JobDir(self.workspace.jobs_dir / key)
-            outcome = finished_outcome(task.job, job_dir, self.options.retry_failed, self.echo)
+            outcome = settle_finished(task.job, job_dir, self.store, self.claims, self.options.retry_failed, self.echo, damaged_dir)
             if outcome is not None:
-                if not outcome.result.get("damaged"):
-                    self.store.record(outcome.result, job_dir.path)
-                self.claims.clear_if_stale(key)
-                finished.append(outcome)
+                submitted.finished.append(outcome)
             elif key in alive:
                 self.echo(f"job {key} ({task.job.describe()}) is queued as Slurm job {alive[key].slurm_id}; not submitting it again")
             else:
                 claim = claim_job(self.claims, task.job, job_dir, self.options.retry_failed, self.echo)
                 if isinstance(claim, Outcome):
                     if claim.state is JobState.RUNNING:
-                        self.echo(f"job {key} ({task.job.describe()}) is running in {claim.result['owner']}; not submitting it")
+                        self.echo(f"job {key} ({task.job.describe()}) is running in {claim.owner}; not submitting it")
+                        submitted.held.append(claim)
                     else:
                         self.store.record(claim.result, job_dir.path)
-                        finished.append(claim)
+                        submitted.finished.append(claim)
                     continue
-                if job_dir.state() is JobState.FAILED:  # --retry-failed: the old result must not read as this run's
-                    job_dir.reset()
-                groups.setdefault(self._resources(task), []).append((task, claim))
-        submissions = [alive[key] for key in alive if key in seen]
-        for resources, group in groups.items():
-            submissions += self._submit_array(resources, group)
-        return finished, submissions
+                claimed.append((task, claim))
+        submitted.submissions += [alive[key] for key in alive if key in seen]
+        submitted.submissions += self._submit_claimed(claimed)
+        return submitted
 
-    def wait(self, submissions: Sequence[Submission], tasks: Sequence[Task], progress: Any = None) -> list[Outcome]:
-        """Poll until every submission has a result or left the queue without one; index each as it ends."""
+    def wait(self, submitted: Submitted, tasks: Sequence[Task], progress: Any = None) -> list[Outcome]:
+        """Poll until every submission has a result or left the queue without one, indexing each as it ends, and
+        every job another driver held has a result (one whose owner dies is claimed and submitted from here)."""
         by_key = {task.job.key: task for task in tasks}
-        open_ = {submission.key: submission for submission in submissions}
+        open_ = {submission.key: submission for submission in submitted.submissions}
+        held = {outcome.job.key: outcome for outcome in submitted.held}
         outcomes: list[Outcome] = []
-        while open_:
+        while open_ or held:
             pending = list(open_.values())
             for submission, result in self._collect(pending, self._queue_states(pending)):
                 outcome = Outcome(by_key[submission.key].job, _state(result), ran=True, result=result)
@@ -196,9 +203,36 @@ class SlurmExecutor:
                 del open_[submission.key]
                 if progress is not None:
                     progress.finished(outcome)
-            if open_:
+            for key in list(held):
+                looked = recheck_held(self.claims, held[key].job, JobDir(self.workspace.jobs_dir / key), self.echo)
+                if isinstance(looked, Outcome) and looked.state is JobState.RUNNING:
+                    continue
+                del held[key]
+                if isinstance(looked, Outcome):
+                    if not looked.damaged:
+                        self.store.record(looked.result, self.workspace.jobs_dir / key)
+                    outcomes.append(looked)
+                    if progress is not None:
+                        progress.settled_elsewhere(looked)
+                else:
+                    for submission in self._submit_claimed([(by_key[key], looked)]):
+                        open_[submission.key] = submission
+            if open_ or held:
                 time.sleep(POLL_SECONDS)
         return outcomes
+
+    def _submit_claimed(self, claimed: Sequence[tuple[Task, Claim]]) -> list[Submission]:
+        """Submit claimed tasks, one job array per allocation they need."""
+        groups: dict[tuple[int, int, int, int], list[tuple[Task, Claim]]] = {}
+        for task, claim in claimed:
+            job_dir = JobDir(self.workspace.jobs_dir / task.job.key)
+            if job_dir.state() is JobState.FAILED:  # --retry-failed: the old result must not read as this run's
+                job_dir.reset()
+            groups.setdefault(self._resources(task), []).append((task, claim))
+        submissions: list[Submission] = []
+        for resources, group in groups.items():
+            submissions += self._submit_array(resources, group)
+        return submissions
 
     def collect(self) -> tuple[int, int]:
         """Index what every remembered submission wrote, recording those that left the queue without a result.

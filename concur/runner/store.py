@@ -20,6 +20,7 @@ file there) and change nothing.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import random
@@ -33,7 +34,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from concur.errors import ConcurError, DamagedFileError, MissingSourceError
-from concur.fsutil import FILE_MODE, default_permissions
+from concur.fsutil import FILE_MODE, default_permissions, move_aside
 from concur.progress import task_progress
 from concur.runner.jobdir import (
     JOB_FILE,
@@ -45,6 +46,7 @@ from concur.runner.jobdir import (
     job_dir_names,
     read_job_file,
     result_stamps,
+    score_problem,
 )
 
 TABLE = "jobs"
@@ -54,6 +56,8 @@ FIRST_BACKOFF_SECONDS = 0.05  # the first pause between those tries, doubled eac
 MAX_BACKOFF_SECONDS = 2.0
 BUSY_ERRORS = ("SQLITE_BUSY", "SQLITE_LOCKED")  # sqlite_errorname prefixes: another connection holds a lock
 DAMAGE_ERRORS = ("SQLITE_NOTADB", "SQLITE_CORRUPT")  # the file is not an SQLite database, or a broken one
+# sqlite_errorname prefix -> the OS error it stands for, most specific first (a shared-memory file it could not grow: no space)
+STORAGE_ERRORS = {"SQLITE_FULL": errno.ENOSPC, "SQLITE_IOERR_SHMSIZE": errno.ENOSPC, "SQLITE_IOERR": errno.EIO}
 WAL = "wal"
 WAL_SUFFIXES = ("-wal", "-shm")  # the files SQLite keeps beside a WAL database
 STAMP_COLUMN = "result_stamp"  # `mtime_ns:size` of the result.json a row was read from
@@ -203,25 +207,26 @@ class Store:
 
     def rows(self, where: str | None = None, params: Iterable[Any] = ()) -> list[dict[str, Any]]:
         query = f"SELECT * FROM {TABLE}" + (f" WHERE {where}" if where else "") + f" ORDER BY {ORDER}"
-        with _damage_named(self.path):
+        with _errors_named(self.path):
             cursor = self.conn.execute(query, list(params))
             names = [column[0] for column in cursor.description]
             return [_decoded(dict(zip(names, values))) for values in cursor]
 
     def quick_check(self) -> str | None:
         """What SQLite's own consistency check finds wrong with the index (every page read), None when nothing."""
-        with _damage_named(self.path):
+        with _errors_named(self.path):
             problems = [row[0] for row in self.conn.execute("PRAGMA quick_check")]
         return None if problems == ["ok"] else "; ".join(problems[:3])
 
     def _columns(self) -> set[str]:
-        with _damage_named(self.path):
+        with _errors_named(self.path):
             return {row[1] for row in self.conn.execute(f"PRAGMA table_info({TABLE})")}
 
     def _ensure_wal(self) -> None:
         """WAL lets readers read while a driver writes; an index made by `_create` is in WAL already."""
-        if self.conn.execute("PRAGMA journal_mode").fetchone()[0] != WAL:
-            self.conn.execute(f"PRAGMA journal_mode={WAL}")
+        with _errors_named(self.path):
+            if self.conn.execute("PRAGMA journal_mode").fetchone()[0] != WAL:
+                self.conn.execute(f"PRAGMA journal_mode={WAL}")
 
     def _add_columns(self) -> None:
         """Columns newer code added, for an index an older version made (under the write lock: drivers race)."""
@@ -247,7 +252,7 @@ class Store:
         """A write transaction holding the write lock from its start (waiting up to the busy timeout for it)."""
         if self.read_only:
             raise ConcurError(f"{self.path} is open read-only; it cannot be written")
-        with _damage_named(self.path):
+        with _errors_named(self.path):
             self.conn.execute("BEGIN IMMEDIATE")
             try:
                 yield
@@ -404,15 +409,21 @@ def row_from_result(result: dict[str, Any], job_dir: Path, stamp: str | None = N
 
 
 def create_index(path: Path) -> None:
-    """A new, empty index at `path` (which must not exist yet), in WAL mode with its table and lookup index."""
+    """A new, empty index at `path` (which must not exist yet), in WAL mode with its table and lookup index, whole in
+    the one file: the write-ahead log is folded in (a checkpoint) before it is closed, so the file can be linked under
+    another name. A checkpoint a full disk keeps from finishing is an error, never a file that lacks its table."""
     connection = sqlite3.connect(path, isolation_level=None)
     try:
         connection.execute(f"PRAGMA journal_mode={WAL}")
         columns = ", ".join(f"[{name}] {_SQL_TYPES[kind]}" + (" PRIMARY KEY" if name == "key" else "") for name, kind in COLUMNS.items())
         connection.execute(f"CREATE TABLE IF NOT EXISTS [{TABLE}] ({columns})")
         connection.execute(f"CREATE INDEX IF NOT EXISTS idx_{TABLE}_cell ON [{TABLE}] ({ORDER})")
+        busy, _, _ = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
     finally:
         connection.close()  # the last connection of a WAL database folds the WAL in and removes it
+    wal = path.with_name(path.name + WAL_SUFFIXES[0])
+    if busy or (wal.exists() and wal.stat().st_size > 0):
+        raise OSError(errno.EIO, "SQLite could not fold the new index's write-ahead log into it (is the disk full?)", str(path))
 
 
 def _create(path: Path) -> None:
@@ -423,12 +434,19 @@ def _create(path: Path) -> None:
     temporary = Path(name)
     try:
         temporary.unlink()  # SQLite makes the file itself
-        create_index(temporary)
+        with _errors_named(path):
+            create_index(temporary)
         os.chmod(temporary, default_permissions(FILE_MODE))  # others on the cluster may read the index
         with contextlib.suppress(FileExistsError):  # another driver was first: its index is as good
             os.link(temporary, path)
     finally:
-        temporary.unlink(missing_ok=True)
+        _remove_with_wal(temporary)
+
+
+def _remove_with_wal(path: Path) -> None:
+    """Remove a temporary index and the WAL files SQLite may have left beside it (a full disk stops it mid-way)."""
+    for suffix in ("", *WAL_SUFFIXES):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
 
 
 def _connect(path: Path, *, read_only: bool) -> sqlite3.Connection:
@@ -443,7 +461,7 @@ def _connect(path: Path, *, read_only: bool) -> sqlite3.Connection:
         query = "mode=ro"
     else:
         query = "mode=ro&immutable=1"
-    with _damage_named(path):
+    with _errors_named(path):
         return sqlite3.connect(f"{path.resolve().as_uri()}?{query}", uri=True, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
 
 
@@ -463,13 +481,18 @@ def _refuse_incomplete(path: Path, columns: set[str]) -> None:
 
 
 @contextlib.contextmanager
-def _damage_named(path: Path) -> Iterator[None]:
-    """SQLite's "file is not a database" or "malformed" as a DamagedFileError naming the index and the fix."""
+def _errors_named(path: Path) -> Iterator[None]:
+    """SQLite's "file is not a database" or "malformed" as a DamagedFileError naming the index and the fix, and
+    its "database or disk is full" or disk I/O error as the OSError it is, naming the index (the CLI adds the free space)."""
     try:
         yield
     except sqlite3.DatabaseError as error:
-        if getattr(error, "sqlite_errorname", "").startswith(DAMAGE_ERRORS):
+        name = getattr(error, "sqlite_errorname", "")
+        if name.startswith(DAMAGE_ERRORS):
             raise DamagedFileError(path, f"not a usable SQLite database: {error}") from error
+        for prefix, number in STORAGE_ERRORS.items():
+            if name.startswith(prefix):
+                raise OSError(number, f"{os.strerror(number)} (SQLite: {error})", str(path)) from error
         raise
 
 
@@ -509,8 +532,11 @@ def _progress(label: str, total: int) -> Iterator[Callable[[], None]]:
 
 
 def _outdated(row: dict[str, Any] | None, stamp: str) -> bool:
-    """Whether an index row misses a result file or was read from an older one (an older index has no stamps: trusted)."""
-    return row is None or (row.get(STAMP_COLUMN) is not None and row[STAMP_COLUMN] != stamp)
+    """Whether an index row misses a result file or was read from an older one (an older index has no stamps: trusted),
+    or holds a score no result may have (indexed before results were checked for it): its file is read again."""
+    if row is None or (row.get(STAMP_COLUMN) is not None and row[STAMP_COLUMN] != stamp):
+        return True
+    return row.get("status") == OK_STATUS and any(score_problem(row.get(name)) for name in ("em", "f1"))
 
 
 def _view(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -580,8 +606,8 @@ def inspect_runs(db_path: Path, jobs_dir: Path) -> Health:
     return health
 
 
-def rebuild_index(db_path: Path, jobs_dir: Path, damaged_dir: Path) -> Rebuilt:
-    """Move every damaged file aside into `damaged_dir/<time>/` (never deleting one) and make the index hold
+def rebuild_index(db_path: Path, jobs_dir: Path, aside: Path) -> Rebuilt:
+    """Move every damaged file aside into `aside` (never deleting one) and make the index hold
     exactly the readable results, in one transaction; a damaged index is replaced by one built aside.
 
     A damaged result.json moved aside leaves its job without a result, so it runs again; the
@@ -589,8 +615,7 @@ def rebuild_index(db_path: Path, jobs_dir: Path, damaged_dir: Path) -> Rebuilt:
     """
     if not writable(db_path) or (jobs_dir.exists() and not os.access(jobs_dir, os.W_OK)):
         raise ConcurError(f"{db_path.parent} cannot be written by this user; rebuild moves files and writes the index")
-    aside = damaged_dir / (time.strftime("%Y%m%d-%H%M%S-") + f"{time.time_ns() % 10**9:09d}")
-    moved = [_move_aside(error.path, aside / error.path.relative_to(jobs_dir)) for error in _damaged_job_files(jobs_dir)]
+    moved = [(error.path, move_aside(error.path, aside / error.path.relative_to(jobs_dir))) for error in _damaged_job_files(jobs_dir)]
     try:
         with _checked(Store(db_path)) as store:
             refresh = store.sync(jobs_dir)
@@ -598,7 +623,7 @@ def rebuild_index(db_path: Path, jobs_dir: Path, damaged_dir: Path) -> Rebuilt:
     except DamagedFileError:
         refresh, replaced = _replace_index(db_path, jobs_dir, aside), True
         moved.append((db_path, aside / db_path.name))
-    moved += [_move_aside(error.path, aside / error.path.relative_to(jobs_dir)) for error in refresh.damaged]
+    moved += [(error.path, move_aside(error.path, aside / error.path.relative_to(jobs_dir))) for error in refresh.damaged]
     return Rebuilt(moved, len(refresh.rows), replaced)
 
 
@@ -680,7 +705,8 @@ def _replace_index(db_path: Path, jobs_dir: Path, aside: Path) -> Refresh:
     temporary = Path(name)
     try:
         temporary.unlink()
-        create_index(temporary)
+        with _errors_named(db_path):
+            create_index(temporary)
         with Store(temporary) as store:
             refresh = store.sync(jobs_dir)
         aside.mkdir(parents=True, exist_ok=True)
@@ -694,14 +720,5 @@ def _replace_index(db_path: Path, jobs_dir: Path, aside: Path) -> Refresh:
                 os.replace(sibling, aside / sibling.name)
         os.replace(temporary, db_path)
     finally:
-        temporary.unlink(missing_ok=True)
+        _remove_with_wal(temporary)
     return refresh
-
-
-def _move_aside(path: Path, destination: Path) -> tuple[Path, Path]:
-    """Move a damaged file to `destination` (same filesystem: a rename), refusing to replace anything there."""
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    if destination.exists():
-        raise ConcurError(f"cannot move {path} aside: {destination} exists already")
-    os.replace(path, destination)
-    return path, destination

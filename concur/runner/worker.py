@@ -2,7 +2,8 @@
 
 Executors start one worker per job (a local subprocess pinned to a GPU, or a Slurm task).
 The worker writes only its job directory; the driver indexes the result. It exits 0 when a
-result was written (even a failed one); any other exit means it died, and the driver records why.
+result was written (even a failed one), STORAGE_EXIT when the disk stopped it (its last line
+names the path and the free space); any other exit means it died, and the driver records why.
 What the job says is logged as plain lines on stdout, which the driver keeps (a `.out` file
 beside the request, or the terminal for a single job) and quotes when the worker dies.
 """
@@ -10,6 +11,7 @@ beside the request, or the terminal for a single job) and quotes when the worker
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import logging
 import os
@@ -18,6 +20,7 @@ import sys
 from pathlib import Path
 
 DRIVER_PID_ENV = "CONCUR_DRIVER_PID"  # set by a local driver: the worker dies with it
+STORAGE_EXIT = 75  # EX_TEMPFAIL: a full disk or an I/O error stopped the job; no result, its last output line says where
 PACKAGE_LOGGER = "concur"  # every concur module logs below it
 WORKER_HANDLER = "concur-worker"  # the name of the handler `log_lines_to_stdout` adds, so it is added once
 _PR_SET_PDEATHSIG = 1
@@ -31,9 +34,19 @@ def main(argv: list[str]) -> int:
     request_path = parser.parse_args(argv).request
     die_with_parent()
     log_lines_to_stdout()
+    from concur.oserrors import is_storage_error, os_error_message, with_path
     from concur.runner.request import JobRequest, run_request  # after the death signal is armed: imports take seconds
+    from concur.workspace import Workspace
 
-    run_request(JobRequest.read(request_path), echo=logger.info)
+    request = JobRequest.read(request_path)
+    try:
+        run_request(request, echo=logger.info)
+    except OSError as error:
+        if not is_storage_error(error):
+            raise
+        with contextlib.suppress(OSError):  # the line goes to the driver's .out file, which may be on the full disk too
+            print(os_error_message(with_path(error, Workspace(Path(request.runs_dir)).jobs_dir / request.key)), flush=True)
+        return STORAGE_EXIT
     return 0
 
 

@@ -155,8 +155,9 @@ def _run_child(order: dict[str, Any], ready: float | None) -> int:
     except BaseException:  # as Python would on an uncaught exception: its traceback in the log, status 1
         traceback.print_exc()
         code = 1
-    sys.stdout.flush()
-    sys.stderr.flush()
+    with contextlib.suppress(OSError):  # its output file on a full disk: the status still tells the driver
+        sys.stdout.flush()
+        sys.stderr.flush()
     return code
 
 

@@ -67,4 +67,4 @@ def draw(recipe: Recipe, table: EMTable, stem: Path, output: Output) -> None:
     write_text(stem.with_suffix(".csv"), pd.DataFrame(fits).round(CSV_DECIMALS).to_csv(index=False), output)
 
 
-KIND = FigureKind(options=RobustnessOptions, draw=draw)
+KIND = FigureKind(options=RobustnessOptions, draw=draw, reference="x")
