@@ -26,6 +26,7 @@ from typing import IO, Any
 
 from concur.errors import ConcurError
 from concur.oserrors import with_path
+from concur.processes import process_gone
 
 GZIP_MAGIC = b"\x1f\x8b"
 # What reading a truncated or corrupt (gzip) text file raises, beside the format's own errors.
@@ -253,11 +254,5 @@ def _abandoned(entry: Path, host: str, pid: int) -> bool:
 
 
 def _pid_runs(pid: int) -> bool:
-    """Whether a process with this pid exists on this host (one owned by another user counts)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    """Whether a process with this pid runs on this host (one owned by another user counts; a zombie does not)."""
+    return process_gone(pid, None) is None

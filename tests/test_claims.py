@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from concur.processes import process_start
 from concur.runner.claims import STALE_SECONDS, TAKEOVER_LOCK_STALE_SECONDS, Claim, ClaimBook, Heartbeat
-from concur.runner.processes import process_start
 from concur.runner.slurm_queue import is_alive
 
 KEY = "0123456789abcdef"
@@ -163,3 +163,21 @@ def test_twenty_rounds_of_racing_takeovers_of_one_stale_claim_give_one_owner(tmp
         winners = [token for token in _race(runs) if token]
         assert len(winners) == 1 and book.holder(KEY).token == winners[0]
         assert sorted(path.name for path in book.directory.iterdir()) == [f"{KEY}.json"]  # no lock or temporary left
+
+
+def test_the_temporary_files_of_claimers_killed_mid_way_are_swept_and_no_live_claimers(tmp_path):
+    """A driver killed between writing its claim's temporary file and removing it leaves `.KEY@HOST@PID.TOKEN.tmp`;
+    a driver's sweep at the end of its grid removes those whose process is gone, and nothing else."""
+    book = ClaimBook(tmp_path)
+    book.directory.mkdir()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    host = socket.gethostname()
+    left = [book.directory / f".k1@{host}@{dead.pid}.0123abcd.tmp", book.directory / f".k2@{host}@{dead.pid}.89abcdef.tmp"]
+    live = book.directory / f".k1@{host}@{os.getpid()}.4567ef01.tmp"
+    for path in (*left, live):
+        path.write_text("{}")
+    claim = book.acquire("k3")
+    assert claim is not None
+    book.sweep()
+    assert sorted(path.name for path in book.directory.iterdir()) == sorted(["k3.json", live.name])

@@ -205,8 +205,8 @@ def test_device_choice_is_checked():
 
 
 def test_a_job_claimed_by_an_unreaped_zombie_is_interrupted_not_running(tmp_path):
+    from concur.processes import process_start
     from concur.runner.claims import ClaimBook
-    from concur.runner.processes import process_start
 
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     started = process_start(child.pid)

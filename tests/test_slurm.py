@@ -10,6 +10,7 @@ import json
 import math
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -323,3 +324,29 @@ def test_drivers_submitting_one_grid_together_submit_each_job_once(slurm, settle
     assert status["summary"]["done"] == 4
     for entry in ledger:
         assert (runs / "jobs" / entry["key"] / "log").read_text().count(f" job {entry['key']}: ") == 1
+
+
+def test_a_slurm_driver_waits_for_the_jobs_a_local_driver_holds(slurm, tmp_path, tiny_registry):
+    """A local driver runs a job of the grid; a Slurm driver on the same grid submits the other job and waits for
+    the local one too, taking its result once it is written: it exits 0 with both, and nothing ran twice."""
+    _slow_approach(tiny_registry, "tiny-slow", 20.0)
+    runs = tmp_path / "runs"
+    grid = ["run", "-a", "tiny-slow", "-b", "tiny-babi", "--device", "cpu", "--threads", "1", "--source-dir", str(tmp_path / "data-root")]
+    local = subprocess.Popen(
+        [sys.executable, "-m", "concur", "--registry", str(tiny_registry), "--runs-dir", str(runs), *grid, "--seeds", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "CONCUR_PROGRESS": "0"},
+    )  # fmt: skip
+    deadline, claims = time.monotonic() + WAIT_SECONDS, runs / "claims"
+    while not (claims.is_dir() and any(claims.glob("*.json"))):
+        assert time.monotonic() < deadline and local.poll() is None, "the local driver never claimed its job"
+        time.sleep(0.2)
+    on_slurm = _concur(runs, tiny_registry, *grid, "--seeds", "0,1", "--executor", "slurm")
+    local_out, local_err = local.communicate(timeout=WAIT_SECONDS)
+    assert local.returncode == 0, local_err
+    assert on_slurm.returncode == 0, on_slurm.stderr
+    assert f"is running in process {local.pid} on {socket.gethostname()}; not submitting it" in on_slurm.stderr
+    assert "(by another driver)" in on_slurm.stderr and "2 jobs, 1 run now: 2 done" in on_slurm.stdout
+    (entry,) = _ledger(runs)  # only the other job went to Slurm
+    for job_dir in (runs / "jobs").iterdir():
+        assert (job_dir / "log").read_text().count(f" job {job_dir.name}: ") == 1
+    assert list((runs / "claims").iterdir()) == []

@@ -28,8 +28,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from concur.fsutil import FILE_MODE, atomic_write_json, default_permissions
-from concur.runner.processes import process_gone, process_start
+from concur.fsutil import FILE_MODE, OWNER_SEPARATOR, atomic_write_json, default_permissions, owned_name, remove_abandoned
+from concur.processes import process_gone, process_start
 from concur.runner.slurm_queue import is_queued
 
 CLAIMS_DIR = "claims"
@@ -69,19 +69,22 @@ class ClaimBook:
     def acquire(self, key: str) -> Claim | None:
         """Claim `key` for this process; None when a live owner holds it. A stale claim is taken over."""
         claim = Claim(key, uuid.uuid4().hex, socket.gethostname(), os.getpid(), process_start(os.getpid()), time.time())
-        if self._create(claim):
-            return claim
+        return claim if self._create(claim) or self._take_over(claim) else None
+
+    def _take_over(self, claim: Claim) -> bool:
+        """Replace a stale claim on `claim.key` by `claim`, under the takeover lock; False when its owner lives."""
+        key = claim.key
         held = self.holder(key)
         if held is not None and not self.is_stale(held):
-            return None
+            return False
         with self._takeover_lock(key) as locked:
             if not locked:
-                return None
+                return False
             current = self.holder(key)
             if current is not None and (current.token != (held.token if held else None) or not self.is_stale(current)):
-                return None  # someone else claimed it meanwhile
+                return False  # someone else claimed it meanwhile
             self.path(key).unlink(missing_ok=True)
-            return claim if self._create(claim) else None
+            return self._create(claim)
 
     def holder(self, key: str) -> Claim | None:
         """The claim on `key`, if any (a claim file that cannot be read counts as a claim by nobody alive)."""
@@ -139,6 +142,15 @@ class ClaimBook:
         if self.holds(claim):
             self.path(claim.key).unlink(missing_ok=True)
 
+    def sweep(self) -> None:
+        """Remove the temporary claim files of claimers that died before removing them (SIGKILL between writing one
+        and linking it): what a driver does once its grid is over, so a killed driver leaves nothing behind."""
+        if not self.directory.is_dir():
+            return
+        stems = {entry.name.split(OWNER_SEPARATOR, 1)[0] for entry in self.directory.iterdir() if OWNER_SEPARATOR in entry.name}
+        for stem in stems:
+            remove_abandoned(self.directory, stem)
+
     def clear_if_stale(self, key: str) -> None:
         """Remove a claim its owner left behind (killed after the job finished), so no stale claim lingers."""
         if self.path(key).exists():
@@ -154,7 +166,7 @@ class ClaimBook:
 
     def _create(self, claim: Claim) -> bool:
         self.directory.mkdir(parents=True, exist_ok=True)
-        temporary = self.directory / f".{claim.key}.{claim.token}.tmp"
+        temporary = self.directory / f"{owned_name(f'.{claim.key}')}.{claim.token}.tmp"
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, default_permissions(FILE_MODE))
         try:  # the temporary file goes whatever happens, a full disk included
             with os.fdopen(descriptor, "w", encoding="utf-8") as handle:

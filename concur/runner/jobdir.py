@@ -28,8 +28,8 @@ from typing import Any
 
 from concur.errors import ConcurError, DamagedFileError
 from concur.fsutil import UNREADABLE, atomic_write_json, read_json
+from concur.processes import process_start
 from concur.runner.claims import ClaimBook
-from concur.runner.processes import process_start
 
 JOB_FILE = "job.json"
 LOG_FILE = "log"

@@ -203,6 +203,7 @@ class LocalPool:
                     self.claims.release(item.claim)
             if self._zygote is not None:
                 self._zygote.close()
+            self.claims.sweep()
         return [self._outcomes[key] for key in order]
 
     def _idle(self) -> None:

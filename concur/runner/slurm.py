@@ -186,6 +186,7 @@ class SlurmExecutor:
                 claimed.append((task, claim))
         submitted.submissions += [alive[key] for key in alive if key in seen]
         submitted.submissions += self._submit_claimed(claimed)
+        self.claims.sweep()
         return submitted
 
     def wait(self, submitted: Submitted, tasks: Sequence[Task], progress: Any = None) -> list[Outcome]:
