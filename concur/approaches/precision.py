@@ -3,7 +3,7 @@
 - `auto`: bf16 autocast on CUDA over fp32 weights, plain fp32 on the CPU, so CPU runs are
   exactly reproducible and a study's default results do not depend on the host's CPU.
 - `bf16`: bf16 autocast on every device. On CPUs with AVX-512 BF16 or AMX this trains
-  MiniLM about 1.8x faster than fp32 (docs/performance.md); it changes the numerics, so it is
+  faster than fp32 (docs/performance.md); it changes the numerics, so it is
   part of the job's key. A CPU without them is refused (`device_precision_problem`).
 - `fp32`: no autocast anywhere (PyTorch's TF32 defaults stay off).
 """

@@ -7,12 +7,10 @@ dot product, so neighbours here are the exact top-k by dot product, computed in 
 chunks of queries (torch matrix products and `topk`) and only for the words a benchmark
 actually replaces. Ties are broken by row number, so a table is a pure function of its inputs.
 
-Cost grows with (queried words) x (vocabulary) x (dimension). Measured on two busy cores: the
-offline MiniLM space (23,695 words, 384-d) answers a full benchmark's ~11,000 queries in about
-5 s; a 300-d text file is read at about 6,000 words/s and searched at about 12,500 queries
-against 50,000 words in 16 s. So for fastText's 1-2M-word files set `max_vectors` (the files are
-frequency-ordered, so it keeps the most frequent words): 200,000 costs about 35 s to read and
-a minute to search; all 2M words would take about 6 minutes to read and 10 to search.
+Cost grows with (queried words) x (vocabulary) x (dimension): the offline MiniLM space (23,695
+words, 384-d) is quick, while fastText's 1-2M-word files take minutes to read and to search. For
+those set `max_vectors` (the files are frequency-ordered, so it keeps the most frequent words);
+docs/benchmarks.md gives measured times.
 """
 
 from __future__ import annotations

@@ -6,9 +6,8 @@ deterministic search over spots around each point (farther ones joined by a lead
 scored by what a name would cover. A name that still covers another name or a point, or
 leaves the axes, is left out ("annotations only where they fit"): a crowded panel (twenty
 approaches at 100 EM) stays legible, and the shared x axis (the reference benchmark)
-identifies its points in the other panels. adjustText 1.4.0 was tried instead on the
-paper's Figures 10 and 12 (320 names): 148 names fit after it, 282 after this search, which
-took 1.8 s against its 39.3 s on a 2-core CPU.
+identifies its points in the other panels. On the paper's Figures 10 and 12 (320 names) this
+search fits nearly twice as many names as adjustText 1.4.0, in a small fraction of its time.
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ examples and test questions: a budget of 300 questions and one epoch is estimate
 at the rate of a full-size run. Where a cell's jobs ran at several sizes (a pilot, then the
 study), each rate is instead a line through them, whose constant (first steps and batches cost
 more) joins the fixed part. A question's cost depends on its benchmark's text lengths (a
-reader's passage, a pretrained model's windows: one epoch of 300 questions of MiniLM took 19 s
-on bAbI task 1 and 223 s on the synthetic Wikidata set), so a job is estimated from its
+reader's passage, a pretrained model's windows: MiniLM's epoch costs about ten times as much on
+the synthetic Wikidata set as on bAbI task 1), so a job is estimated from its
 (approach, benchmark) cell's finished jobs where it has some. A cell never measured takes its
 approach's fixed part, and its rates from a two-way model of every measured cell's (`two_way`:
 the approach's effect times the benchmark's, as the other approaches measured it), or its
@@ -156,8 +156,8 @@ def _sized(speed: Throughput, sizes: Sequence[tuple[float, float, float, float]]
     """A cell's throughput with each rate fitted as a line where its jobs ran at several sizes (a pilot and the study).
 
     A job's first steps and first prediction batches cost more than the rest, so a rate measured as seconds over
-    examples on small jobs overestimates large ones (on the quick start, 1.1-1.2x for the readers from 100 questions
-    to 300); jobs of two sizes tell that constant from the rate, and it joins the fixed part.
+    examples on small jobs overestimates large ones (the readers' jobs of the quick start, planned from 100
+    questions); jobs of two sizes tell that constant from the rate, and it joins the fixed part.
     """
     fitting = _line([(examples, seconds) for examples, seconds, _, _ in sizes])
     predicting = _line([(tested, seconds) for _, _, tested, seconds in sizes])

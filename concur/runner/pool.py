@@ -2,7 +2,7 @@
 
 Each job runs in its own worker process (`concur.runner.worker`), pinned to one GPU with
 CUDA_VISIBLE_DEVICES, or given a set number of CPU threads. A job whose spec says it is
-small (`[resources] small = true`: the 2016-2018 readers leave an H100 mostly idle) shares
+small (`[resources] small = true`: the 2016-2018 readers leave a GPU mostly idle) shares
 its GPU with other small jobs, up to `jobs_per_gpu` and the GPU's memory by the specs'
 estimates; other jobs get a GPU to themselves. Jobs start longest first (by the durations
 already measured), so the last one to finish is a short one.
@@ -54,8 +54,8 @@ from concur.stopping import terminate_as_stop
 from concur.workspace import Workspace
 
 POLL_SECONDS = 0.25
-# Small jobs sharing one GPU by default: on an H100, ten 2016-2018 readers at once each ran at about half
-# their speed alone (GPU 96% busy), so four keep a GPU busy without slowing each other much.
+# Small jobs sharing one GPU by default: a few small jobs fill a GPU that one leaves mostly idle, while many
+# at once slow each other down (docs/performance.md, docs/running.md).
 DEFAULT_JOBS_PER_GPU = 4
 OUTPUT_TAIL_LINES = 5  # lines of a dead worker's output kept in the failure reason
 HELD_LOOK_SECONDS = 1.0  # how often the jobs other drivers hold are looked at again (a claim and a result file each)

@@ -30,7 +30,7 @@ max_seq_length = 256
 A budget, overrides and a precision other than `auto` keep every id (results stay comparable with a published table by
 approach and benchmark) and change what jobs compute, so they are part of the job keys: a
 budgeted job and a full one are different jobs. A study without them has the keys it always had.
-(`precision = "bf16"` trains MiniLM about 1.8x faster on CPUs with AVX-512 BF16 or AMX; docs/performance.md.)
+(`precision = "bf16"` trains faster on CPUs with AVX-512 BF16 or AMX; docs/performance.md.)
 
 `plan` turns the grid into jobs and reads their state from the job directories: done,
 failed, running, interrupted, pending, or not yet plannable because the benchmark's data is

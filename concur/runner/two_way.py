@@ -1,9 +1,10 @@
 """A per-question cost for an (approach, benchmark) cell never measured, from the cells that were.
 
 What a question costs depends on both its approach (the model) and its benchmark (passage and
-question lengths: one epoch of 300 questions of MiniLM took 19 s on bAbI task 1 and 223 s on the
-synthetic Wikidata set), and the two act nearly as factors: on the quick-start study every reader
-was 1.5-2.1x as slow per question on the Wikidata set as on carved SQuAD. So the logarithm of a
+question lengths: an epoch of MiniLM over the same number of questions costs about ten times as
+much on the synthetic Wikidata set as on bAbI task 1), and the two act nearly as factors: on the
+quick-start study every reader was slower per question on the Wikidata set than on carved SQuAD
+by a similar factor. So the logarithm of a
 cell's cost is fitted as an approach effect plus a benchmark effect, by least squares over the
 measured cells, and a cell never measured is predicted from its approach's and benchmark's effects
 where some chain of measured cells links the two (a new approach on a benchmark others ran, or an

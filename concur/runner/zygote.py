@@ -1,8 +1,7 @@
 """`python -m concur.runner.zygote`: a warm parent that forks the local workers of a grid.
 
 A worker started as a new Python process spends seconds before its job begins, importing
-torch and transformers' model code (4.7 s for an hf-span job, 1.5 s for a reader, on the
-2-core development machine: docs/performance.md), and every job of a grid pays it again. The
+torch and transformers' model code (docs/performance.md), and every job of a grid pays it again. The
 local pool starts one zygote per grid run, with the driver's environment and the modules its
 approaches' jobs import (`ApproachKind.modules`: transformers' model code only for a grid with
 pretrained models); the zygote imports those once, then forks a worker per job. Each child leads its own session (so a time

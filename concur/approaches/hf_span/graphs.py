@@ -1,7 +1,7 @@
 """hf-span's training pieces replayed as CUDA graphs (`concur run --cuda-graphs`).
 
 On a GPU, fine-tuning a BERT-sized model at batch 16 is bound by the host launching kernels one
-by one (the GPU was busy about 30% of the time: docs/performance.md), not by the GPU's
+by one (the GPU sits idle between them: docs/performance.md), not by the GPU's
 arithmetic. A CUDA graph records the kernels of one piece's forward pass, span loss and backward
 pass once per batch shape, then launches them all at once. Batches are padded to a few widths
 (multiples of `GRAPH_WIDTH_STEP`), so a job records a handful of graphs; padding is masked out of the attention and

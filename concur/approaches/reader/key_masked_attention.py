@@ -1,8 +1,7 @@
 """Multi-head attention over padded keys for the CPU, with its backward pass written out.
 
 PyTorch's CPU flash attention suits QANet's heads of 16 channels poorly, and its bf16 backward
-pass takes 4x its fp32 one (forward and backward at 32 x 8 heads x 133 x 16: 58.8 ms in bf16,
-20.7 ms in fp32). At that head size attention is bound by passes over the (batch, heads, T, T)
+pass is several times slower than its fp32 one. At that head size attention is bound by passes over the (batch, heads, T, T)
 scores, so this one makes few and keeps them in cache: it runs over chunks of (batch x head) rows
 whose scores fit a core's L2 cache; the padding mask rides in the product (the queries get a
 column of ones, the keys a column holding 0 or -inf, so Q'K'^T is the masked scores with no pass
@@ -12,9 +11,8 @@ autocast the scores and probabilities are bf16, as in the eager attention of tra
 models; the same function in fp32 or float64 computes SDPA's values.
 
 PyTorch's CPU softmax runs over a row in vectors of 32 bf16 values and handles the rest of a row
-one value at a time, at about 4x the cost per value: a 189-wide row took as long as a 380-wide one
-would. So where it adds at most a tenth more columns, the keys are padded to a multiple of 32
-with masked keys (zero key and value, bias -inf), which take no weight and get no gradient.
+one value at a time, at several times the cost per value. So where it adds at most a tenth more
+columns, the keys are padded to a multiple of 32 with masked keys (zero key and value, bias -inf), which take no weight and get no gradient.
 """
 
 from __future__ import annotations
@@ -23,14 +21,13 @@ from typing import Any
 
 import torch
 
-# A chunk's scores take at most this many bytes: a Zen 4 or recent Xeon core has 1-2 MiB of L2
-# (with the whole batch at once, 32 x 8 heads x 400^2 bf16 scores, a training step's attention
-# took 1.9x SDPA's time; in 1 MiB chunks, 0.8x).
+# A chunk's scores take at most this many bytes: a Zen 4 or recent Xeon core has 1-2 MiB of L2,
+# and scores that leave the cache (the whole batch's at once) make wide batches slower than SDPA.
 SCORES_BYTES_PER_CHUNK = 2**20
 # Score rows are padded to a multiple of this many keys (the bf16 values of one 512-bit vector)...
 SCORE_COLUMNS_MULTIPLE = 32
-# ...where that adds at most this fraction of columns: at 32 x 8 heads, forward and backward took 1.14x
-# less time at 189 keys (+1.6%) and 1.10x at 150 (+6.7%), 1.04x more at 133 (+20%) and 1.38x at 97 (+32%)
+# ...where that adds at most this fraction of columns: a few padded columns cost less than the scalar tail
+# they remove, while a fifth or more extra columns cost more than they save
 SCORE_COLUMNS_MAX_PADDING = 0.1
 
 

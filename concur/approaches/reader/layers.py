@@ -74,9 +74,9 @@ class WordEmbedding(nn.Module):
 def distinct_rows(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """`torch.unique(rows, dim=0, return_inverse=True)` for a 2-D tensor of non-negative integers.
 
-    On the CPU PyTorch compares rows one at a time (40 ms for the 6,500 words of a SQuAD batch, 8% of
-    a BiDAF++ training step); here NumPy sorts the rows as byte strings, each id big-endian so that
-    byte order is the ids' order: the same distinct rows, in the same (lexicographic) order, in ~2 ms.
+    On the CPU PyTorch compares rows one at a time, slow enough to show in a BiDAF++ training step;
+    here NumPy sorts the rows as byte strings, each id big-endian so that byte order is the ids' order:
+    the same distinct rows, in the same (lexicographic) order, in one vectorised sort.
     """
     if rows.device.type != "cpu":
         return torch.unique(rows, dim=0, return_inverse=True)
@@ -247,10 +247,9 @@ class BiRNN(nn.Module):
     """Stacked bidirectional LSTMs or GRUs over padded batches, each direction a one-way RNN.
 
     PyTorch's packed-sequence RNNs take a step-by-step path on the CPU whose backward pass is slow
-    (a training step of a 60 x 150 x 200 BiLSTM: 306 ms packed, 129 ms padded on 2 Zen 4 cores),
-    so the padded batch is read as it is: padding follows the real steps, so the forward direction's
-    outputs at real steps never depend on it, and the backward direction reads each row reversed
-    within its length (`reverse_within`). Outputs at padding are zero, as `pad_packed_sequence`
+    (oneDNN's kernels read a padded batch whole), so the padded batch is read as it is: padding follows
+    the real steps, so the forward direction's outputs at real steps never depend on it, and the
+    backward direction reads each row reversed within its length (`reverse_within`). Outputs at padding are zero, as `pad_packed_sequence`
     leaves them; a row without tokens is read as one step long, as its packed form was.
     The directions are created forward first, so a seed gives the weights of `bidirectional=True`.
     On the CPU a GRU layer's two directions are one fused operation (`bidirectional_gru`: PyTorch

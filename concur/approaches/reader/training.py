@@ -31,7 +31,7 @@ from concur.progress import task_progress
 
 def build_optimizer(model: nn.Module, hp: ReaderHParams) -> torch.optim.Optimizer:
     """The spec's optimiser, updating every parameter in one call: PyTorch's fused kernels for Adam and SGD
-    (on the CPU its default is a Python loop over the parameters, 8% of a RaSoR step at batch 4), its
+    (on the CPU its default is a Python loop over the parameters, which shows in small-batch steps), its
     multi-tensor (foreach) path for Adamax and Adadelta, which have no fused kernel. Both agree with the
     loop to float rounding (tests/test_reader_training.py)."""
     params = [p for p in model.parameters() if p.requires_grad]

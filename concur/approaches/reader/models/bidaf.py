@@ -11,7 +11,7 @@ transformation before the softmax"). Word vectors are fixed (tune_top_k = 0 in t
 as the paper's GloVe. The dropout on a word's character vector is drawn once per distinct word
 (word id and spelling) of a batch, not once per occurrence, so that the embedding and highway
 layers run once per distinct word (`per_distinct_token`): a SQuAD batch of 60 has ~9,500 tokens
-and a few thousand distinct words, and the highway's products were 14% of a bf16 training step.
+and only a few thousand distinct words, so the highway's products shrink by about a third.
 """
 
 from __future__ import annotations
