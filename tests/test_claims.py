@@ -178,6 +178,6 @@ def test_the_temporary_files_of_claimers_killed_mid_way_are_swept_and_no_live_cl
     for path in (*left, live):
         path.write_text("{}")
     claim = book.acquire("k3")
-    assert claim is not None
+    assert claim is not None and claim.pid == os.getpid() and book.holds(claim)
     book.sweep()
     assert sorted(path.name for path in book.directory.iterdir()) == sorted(["k3.json", live.name])

@@ -48,7 +48,6 @@ class Commands(LazyGroup):
         "report": "concur.cli.report_cmd:report",
     }
 
-
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         return super().parse_args(ctx, hoist_global_options(args))
 

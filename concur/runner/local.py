@@ -58,7 +58,7 @@ def run_job(
     if isinstance(claim, Outcome):
         if claim.state is JobState.RUNNING:
             raise ConcurError(f"job {job.key} ({job.describe()}) is already running: {claim.owner}")
-        store.record(claim.result, job_dir.path)
+        index_finished(store, claim, job_dir)
         return claim
     try:
         with Heartbeat(book) as heartbeat:
@@ -129,10 +129,15 @@ def settle_finished(
     removed; None when the job is to run. What every executor does first with each job of a grid."""
     finished = finished_outcome(job, job_dir, retry_failed, echo, damaged_dir)
     if finished is not None:
-        if not finished.damaged:
-            store.record(finished.result, job_dir.path)
+        index_finished(store, finished, job_dir)
         book.clear_if_stale(job.key)
     return finished
+
+
+def index_finished(store: Store, outcome: Outcome, job_dir: JobDir) -> None:
+    """Index the result of a job this driver found finished (before, or by another driver); a damaged one has none."""
+    if outcome.finished and not outcome.damaged:
+        store.record(outcome.result, job_dir.path)
 
 
 def recheck_held(book: ClaimBook, job: Job, job_dir: JobDir, echo: Callable[[str], None]) -> Claim | Outcome:

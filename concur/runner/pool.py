@@ -46,7 +46,7 @@ from concur.runner.faults import FaultPoint, fault_point
 from concur.runner.forked import ForkedWorker, Zygote, ZygoteError
 from concur.runner.jobdir import JobDir, JobState
 from concur.runner.jobs import Job
-from concur.runner.local import Outcome, claim_job, recheck_held, settle_finished
+from concur.runner.local import Outcome, claim_job, index_finished, recheck_held, settle_finished
 from concur.runner.request import JobRequest, failed_result
 from concur.runner.store import Store
 from concur.runner.worker import DRIVER_PID_ENV, STORAGE_EXIT
@@ -266,8 +266,7 @@ class LocalPool:
         job = outcome.job
         if outcome.state is JobState.RUNNING:
             self.echo(f"job {job.key} ({job.describe()}) is running in {outcome.owner}; left to it (--no-wait)")
-        elif not outcome.damaged:
-            self.store.record(outcome.result, self.workspace.jobs_dir / job.key)
+        index_finished(self.store, outcome, JobDir(self.workspace.jobs_dir / job.key))
         self._outcomes[job.key] = outcome
         if progress is not None:
             progress.settled_elsewhere(outcome)

@@ -31,7 +31,7 @@ from concur.registry.tables import Table
 from concur.runner.claims import Claim, ClaimBook
 from concur.runner.execute import RunOptions, now
 from concur.runner.jobdir import JobDir, JobState
-from concur.runner.local import Outcome, claim_job, recheck_held, settle_finished
+from concur.runner.local import Outcome, claim_job, index_finished, recheck_held, settle_finished
 from concur.runner.pool import Task
 from concur.runner.request import JobRequest, failed_result, run_request
 from concur.runner.slurm_queue import QueueStates, is_alive, is_queued, queue_states
@@ -180,7 +180,7 @@ class SlurmExecutor:
                         self.echo(f"job {key} ({task.job.describe()}) is running in {claim.owner}; not submitting it")
                         submitted.held.append(claim)
                     else:
-                        self.store.record(claim.result, job_dir.path)
+                        index_finished(self.store, claim, job_dir)
                         submitted.finished.append(claim)
                     continue
                 claimed.append((task, claim))
@@ -210,8 +210,7 @@ class SlurmExecutor:
                     continue
                 del held[key]
                 if isinstance(looked, Outcome):
-                    if not looked.damaged:
-                        self.store.record(looked.result, self.workspace.jobs_dir / key)
+                    index_finished(self.store, looked, JobDir(self.workspace.jobs_dir / key))
                     outcomes.append(looked)
                     if progress is not None:
                         progress.settled_elsewhere(looked)
