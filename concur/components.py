@@ -42,7 +42,7 @@ class ApproachKind:
     `module:attr` of the class, constructed as `cls(spec, hparams)`; it is imported only when
     a job runs, so listing or validating specs never loads torch. `preload` names the heavy
     modules its jobs import only once running; a grid's warm zygote imports them, with the
-    class's module, once for all its workers (`concur.runner.zygote`).
+    class's module, once for all its workers (`concur.runner.execution.zygote`).
     """
 
     hparams: type

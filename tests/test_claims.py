@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from concur.processes import process_start
-from concur.runner.claims import STALE_SECONDS, TAKEOVER_LOCK_STALE_SECONDS, Claim, ClaimBook, Heartbeat
-from concur.runner.slurm_queue import is_alive
+from concur.runner.records.claims import STALE_SECONDS, TAKEOVER_LOCK_STALE_SECONDS, Claim, ClaimBook, Heartbeat
+from concur.runner.records.slurm_queue import is_alive
 
 KEY = "0123456789abcdef"
 CLAIMERS = 16

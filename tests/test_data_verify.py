@@ -43,9 +43,9 @@ from concur.fsutil import (
     this_host,
 )
 from concur.registry import default_registry
-from concur.runner.execute import RunOptions
-from concur.runner.jobs import make_job
-from concur.runner.request import JobRequest
+from concur.runner.execution.one_job import RunOptions
+from concur.runner.execution.request import JobRequest
+from concur.runner.planning.jobs import make_job
 from concur.workspace import Workspace
 from tests.conftest import TINY_HPARAMS, write_babi_like, write_tiny_approach
 
@@ -290,7 +290,8 @@ def test_changed_data_stops_the_cli_run_and_the_worker(env):
         assert line.startswith(f"{env.split('test')}: content changed") and actual in line and expected in line, args
     assert _no_jobs(env)
 
-    worker = subprocess.run([sys.executable, "-m", "concur.runner.worker", str(request_path)], capture_output=True, text=True, timeout=120)
+    worker_command = [sys.executable, "-m", "concur.runner.execution.worker", str(request_path)]
+    worker = subprocess.run(worker_command, capture_output=True, text=True, timeout=120)
     assert worker.returncode == 0, worker.stderr  # it wrote a (failed) result: the driver must not retry blindly
     job_dir = env.runs / "jobs" / job.key
     result = read_json(job_dir / "result.json")

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from concur.runner.faults import FAULT_ENV, FaultPoint
+from concur.runner.execution.faults import FAULT_ENV, FaultPoint
 
 pytestmark = pytest.mark.slow
 
@@ -219,8 +219,8 @@ def _job_key(tmp_path: Path, registry: Path, runs: Path) -> str:
     from concur.data.prepare import prepare
     from concur.data.sources import SourceLocator
     from concur.registry import default_registry
-    from concur.runner.grid import GridRequest, expand_grid
-    from concur.runner.jobs import make_job
+    from concur.runner.planning.grid import GridRequest, expand_grid
+    from concur.runner.planning.jobs import make_job
     from concur.workspace import Workspace
 
     registry_specs = default_registry([registry])
@@ -233,7 +233,7 @@ def _job_key(tmp_path: Path, registry: Path, runs: Path) -> str:
 def _claim_for(runs: Path, key: str, pid: int) -> None:
     """Write the claim on `key` as the process `pid` of this host would hold it."""
     from concur.processes import process_start
-    from concur.runner.claims import CLAIMS_DIR, Claim
+    from concur.runner.records.claims import CLAIMS_DIR, Claim
 
     claim = Claim(key, "owner-token", socket.gethostname(), pid, process_start(pid), time.time())
     (runs / CLAIMS_DIR).mkdir(parents=True, exist_ok=True)

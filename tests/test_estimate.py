@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from concur.data.prepare import PreparedBenchmark
-from concur.runner.estimate import (
+from concur.runner.planning.estimate import (
     Speeds,
     Throughput,
     job_estimate,
@@ -17,7 +17,7 @@ from concur.runner.estimate import (
     throughputs,
     training_examples,
 )
-from concur.runner.jobs import Job
+from concur.runner.planning.jobs import Job
 
 
 def row(approach="a", *, benchmark="b", device=100.0, wall=50.0, fit=30.0, evaluated=10.0, tested=200, trained=300, status="ok", **hparams):
@@ -152,7 +152,7 @@ def test_the_makespan_starts_after_what_the_running_jobs_have_left():
 def test_the_progress_eta_packs_pending_jobs_onto_the_running_slots(monkeypatch):
     from types import SimpleNamespace
 
-    from concur.runner import progress_view
+    from concur.runner.scheduling import progress_view
 
     clock = [100.0]
     monkeypatch.setattr(progress_view.time, "monotonic", lambda: clock[0])
@@ -187,8 +187,8 @@ def test_a_cell_never_measured_scales_its_approach_by_the_benchmark_as_other_app
 def test_a_job_settled_by_another_driver_is_neither_failed_nor_counted_as_run_here():
     from types import SimpleNamespace
 
-    from concur.runner import progress_view
-    from concur.runner.jobdir import JobState
+    from concur.runner.records.jobdir import JobState
+    from concur.runner.scheduling import progress_view
 
     lines: list[str] = []
     view = progress_view.GridProgress(2, lines.append)

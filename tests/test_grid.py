@@ -6,8 +6,8 @@ import pytest
 
 from concur.errors import ConcurError, UnknownNameError
 from concur.registry import default_registry
-from concur.runner.grid import GridRequest, expand_grid, select_benchmarks
-from concur.runner.hparams import hparam_settings
+from concur.runner.planning.grid import GridRequest, expand_grid, select_benchmarks
+from concur.runner.planning.hparams import hparam_settings
 from tests.conftest import toml_value
 
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from concur.runner.execute import RunOptions, execute_job
-from concur.runner.jobdir import JobDir, JobState
-from concur.runner.jobs import make_job
-from concur.runner.process_age import POOL_START_ENV, pool_start_seconds, process_age_seconds
-from concur.runner.store import Store
+from concur.runner.execution.one_job import RunOptions, execute_job
+from concur.runner.execution.startup import POOL_START_ENV, pool_start_seconds, process_age_seconds
+from concur.runner.planning.jobs import make_job
+from concur.runner.records.jobdir import JobDir, JobState
+from concur.runner.records.store import Store
 from tests.conftest import write_tiny_reader
 from tests.test_runner import _setup
 

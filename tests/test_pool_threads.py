@@ -7,8 +7,8 @@ import pytest
 
 from concur.devices import Gpu
 from concur.registry import default_registry
-from concur.runner.execute import RunOptions
-from concur.runner.pool import PoolSettings, worker_modules, worker_threads
+from concur.runner.execution.one_job import RunOptions
+from concur.runner.scheduling.worker_pool import PoolSettings, worker_modules, worker_threads
 
 ONE_H100 = (Gpu("0", 80.0),)
 

@@ -10,10 +10,10 @@ import pytest
 from concur.approaches.precision import autocast, autocast_dtype, device_precision_problem, numerics
 from concur.errors import ConcurError, SpecError
 from concur.registry import default_registry
-from concur.runner.grid import GridRequest, expand_grid
-from concur.runner.jobs import Job
-from concur.runner.store import Store
-from concur.runner.study import load_study
+from concur.runner.planning.grid import GridRequest, expand_grid
+from concur.runner.planning.jobs import Job
+from concur.runner.planning.study import load_study
+from concur.runner.records.store import Store
 from tests.conftest import native_cpu_bf16
 
 

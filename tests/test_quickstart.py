@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from concur.data.sources import SourceLocator
 from concur.registry import default_registry
-from concur.runner.availability import missing_sources
-from concur.runner.grid import expand_grid
-from concur.runner.study import load_study
+from concur.runner.planning.availability import missing_sources
+from concur.runner.planning.grid import expand_grid
+from concur.runner.planning.study import load_study
 from tests.conftest import REPO, SHARED_DATA, shared_file
 
 STUDIES = REPO / "analysis" / "studies"

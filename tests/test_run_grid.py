@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from concur.runner.store import Store
+from concur.runner.records.store import Store
 from tests.conftest import write_tiny_reader
 
 

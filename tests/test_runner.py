@@ -15,11 +15,11 @@ import concur
 from concur.data.prepare import prepare
 from concur.data.sources import SourceLocator
 from concur.registry import default_registry
-from concur.runner.execute import RunOptions
-from concur.runner.jobdir import JobDir, JobState
-from concur.runner.jobs import make_job
-from concur.runner.local import run_job
-from concur.runner.store import Store
+from concur.runner.execution.one_job import RunOptions
+from concur.runner.planning.jobs import make_job
+from concur.runner.records.jobdir import JobDir, JobState
+from concur.runner.records.store import Store
+from concur.runner.scheduling.outcomes import run_job
 from concur.workspace import Workspace
 from tests.conftest import TINY_HPARAMS, write_tiny_approach, write_tiny_reader
 
@@ -78,7 +78,7 @@ def test_job_key_follows_what_the_job_computes(tmp_path, tiny_registry, tiny_mod
     assert make_job(spec, bench, seed=1).key != key
     write_tiny_approach(tiny_registry, "tiny-bert", tiny_model_dir, {**TINY_HPARAMS, "learning_rate": 5e-4})
     assert make_job(default_registry([tiny_registry]).approach("tiny-bert"), bench, seed=0).key != key
-    monkeypatch.setattr(concur.runner.jobs, "RESULT_VERSION", concur.RESULT_VERSION + 1)
+    monkeypatch.setattr(concur.runner.planning.jobs, "RESULT_VERSION", concur.RESULT_VERSION + 1)
     assert make_job(spec, bench, seed=0).key != key
 
 
@@ -206,7 +206,7 @@ def test_device_choice_is_checked():
 
 def test_a_job_claimed_by_an_unreaped_zombie_is_interrupted_not_running(tmp_path):
     from concur.processes import process_start
-    from concur.runner.claims import ClaimBook
+    from concur.runner.records.claims import ClaimBook
 
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     started = process_start(child.pid)
@@ -229,9 +229,9 @@ def test_a_job_claimed_by_an_unreaped_zombie_is_interrupted_not_running(tmp_path
 def test_a_signal_before_the_job_starts_leaves_it_interrupted_for_the_rerun_not_failed(tmp_path, monkeypatch):
     """A Slurm task with a time limit under submitit's warning gets SIGUSR2 while still loading the registry."""
     from concur.errors import JobInterrupted
-    from concur.runner import request as request_module
-    from concur.runner.claims import Claim
-    from concur.runner.jobs import Job
+    from concur.runner.execution import request as request_module
+    from concur.runner.planning.jobs import Job
+    from concur.runner.records.claims import Claim
 
     def signalled(*_: object) -> None:
         raise JobInterrupted("SIGUSR2")

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from concur.errors import ConcurError, SpecError
-from concur.runner.slurm import load_slurm_config
-from concur.runner.store import Store
+from concur.runner.records.store import Store
+from concur.runner.scheduling.slurm import load_slurm_config
 from tests.conftest import write_tiny_reader
 
 REPO = Path(__file__).resolve().parents[1]

@@ -25,8 +25,8 @@ import pytest
 
 from concur.errors import DamagedFileError
 from concur.fsutil import atomic_write_json
-from concur.runner.jobdir import JobDir, file_stamp
-from concur.runner.store import Store, finished_jobs
+from concur.runner.records.jobdir import JobDir, file_stamp
+from concur.runner.records.store import Store, finished_jobs
 from concur.workspace import Workspace
 from tests.conftest import Ran
 
@@ -127,8 +127,8 @@ def _csv_rows(text: str) -> list[dict[str, str]]:
 WRITER = """
 import sys, time
 from pathlib import Path
-from concur.runner.jobdir import JobDir, file_stamp
-from concur.runner.store import Store
+from concur.runner.records.jobdir import JobDir, file_stamp
+from concur.runner.records.store import Store
 index, root, go = int(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
 job = {"key": f"job-{index:02d}", "approach": "rasor", "benchmark": "squad", "hparam_id": 0, "seed": index,
        "hparams": {}, "data_hash": "0" * 16, "result_version": 1}

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from concur.errors import SpecError
-from concur.runner.store import Store
-from concur.runner.study import load_study
+from concur.runner.planning.study import load_study
+from concur.runner.records.store import Store
 from tests.conftest import write_tiny_reader
 
 REPO = Path(__file__).resolve().parents[1]
@@ -87,7 +87,7 @@ def test_a_study_runs_once_and_its_plan_and_cost_show_what_was_spent(concur, tmp
 
 def test_the_plan_says_how_many_estimates_come_from_the_model_or_the_approach_alone():
     from concur.cli.study_cmds import _bases_line
-    from concur.runner.study import Plan, PlannedJob
+    from concur.runner.planning.study import Plan, PlannedJob
 
     def planned(state: str, basis: str | None) -> PlannedJob:
         return PlannedJob(None, None, state, None if basis is None else 60.0, estimate_basis=basis)  # type: ignore[arg-type]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from concur.runner.two_way import fit_two_way
+from concur.runner.planning.two_way import fit_two_way
 
 
 def test_a_cell_never_measured_is_its_approach_times_its_benchmark_as_the_other_cells_measured_them():

@@ -1,4 +1,4 @@
-"""Workers forked from a warm zygote (concur.runner.zygote, .forked) behave as new processes would."""
+"""Workers forked from a warm zygote (concur.runner.execution.zygote, .forked) behave as new processes would."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import time
 
 import pytest
 
-from concur.runner import forked
-from concur.runner import zygote as zygote_module
-from concur.runner.forked import Zygote, ZygoteError
-from concur.runner.store import Store
-from concur.runner.worker import DRIVER_PID_ENV
+from concur.runner.execution import zygote as zygote_module
+from concur.runner.execution.worker import DRIVER_PID_ENV
+from concur.runner.records.store import Store
+from concur.runner.scheduling import zygote_client
+from concur.runner.scheduling.zygote_client import Zygote, ZygoteError
 from tests.conftest import write_tiny_reader
 
 
@@ -131,7 +131,7 @@ class _LateZygote(Zygote):
 
 
 def test_a_zygote_that_does_not_answer_in_time_is_killed_and_its_late_answer_is_never_taken(tmp_path, monkeypatch):
-    monkeypatch.setattr(forked, "ANSWER_SECONDS", 0.5)
+    monkeypatch.setattr(zygote_client, "ANSWER_SECONDS", 0.5)
     zygote = _LateZygote(os.environ)
     with pytest.raises(ZygoteError, match="did not fork within"):
         _fork(zygote, tmp_path, "late")
@@ -149,7 +149,7 @@ class _CudaInitialisedZygote(Zygote):
     command = (
         sys.executable,
         "-c",
-        "import sys; from concur.runner import zygote; zygote.CUDA_DRIVER = 'libc.so'; sys.exit(zygote.main())",
+        "import sys; from concur.runner.execution import zygote; zygote.CUDA_DRIVER = 'libc.so'; sys.exit(zygote.main())",
     )
 
 
@@ -218,7 +218,7 @@ def _run_tiny_grid(concur, tmp_path, tiny_registry, seeds: int):
 
 @pytest.mark.slow
 def test_a_grid_starts_new_processes_when_its_zygote_cannot_fork(concur, tmp_path, tiny_registry, monkeypatch):
-    monkeypatch.setattr(forked, "ANSWER_SECONDS", 0.5)
+    monkeypatch.setattr(zygote_client, "ANSWER_SECONDS", 0.5)
     monkeypatch.setattr(Zygote, "command", _LateZygote.command)
     result = _run_tiny_grid(concur, tmp_path, tiny_registry, seeds=2)
     assert (result.stdout + result.stderr).count("warm workers stopped (the worker zygote did not fork within 0 s)") == 1
@@ -252,7 +252,7 @@ def test_a_cpu_grid_forks_its_workers_from_one_zygote(concur, tmp_path, tiny_reg
 GPU_CHILD = """
 import importlib, os, sys
 from concur.components import resolve
-from concur.runner import zygote
+from concur.runner.execution import zygote
 for module in (*zygote.PRELOAD, *resolve("approach", "hf-span").modules()):  # a grid of pretrained models: the most it imports
     importlib.import_module(module)
 assert zygote.refusal_for({"CUDA_VISIBLE_DEVICES": "0"}) is None, "the zygote's imports initialised CUDA"

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from concur.analysis.tidy import LABEL_COLUMNS
-from concur.runner.hparams import PUBLISHED
+from concur.runner.planning.hparams import PUBLISHED
 
 CELL = ["approach", "benchmark"]
 REDUCED_SETTING = -1  # stands for "no hparam_id" while grouping; never leaves this module

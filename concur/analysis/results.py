@@ -25,9 +25,9 @@ from concur.analysis.tidy import JSON_SUFFIX, read_tidy_file, tidy_frame
 from concur.data.sources import SourceLocator
 from concur.errors import ConcurError, MissingSourceError, UnknownNameError
 from concur.registry.registry import Registry, default_registry
-from concur.runner.jobdir import JobState
-from concur.runner.store import finished_jobs
-from concur.runner.study import load_study, plan_study
+from concur.runner.planning.study import load_study, plan_study
+from concur.runner.records.jobdir import JobState
+from concur.runner.records.store import finished_jobs
 from concur.workspace import Workspace
 
 STORE = "store"

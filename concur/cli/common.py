@@ -29,7 +29,7 @@ from concur.data.sources import SourceLocator
 from concur.errors import ConcurError, closest
 from concur.progress import STDERR
 from concur.registry import Registry, default_registry
-from concur.runner.worker import PACKAGE_LOGGER
+from concur.runner.execution.worker import PACKAGE_LOGGER
 from concur.workspace import RUNS_ENV, Workspace, data_roots
 
 PIPED_WIDTH = 240  # tables written to a file or pipe are not folded to 80 columns

@@ -24,12 +24,12 @@ from concur.cli.run_options import (
     WORKERS_OPTION,
 )
 from concur.errors import ConcurError, JobsFailedError, JobsUnfinishedError
-from concur.runner.budget import Budget
-from concur.runner.driver import run_grid
-from concur.runner.executors import Execution, Executor
-from concur.runner.grid import GridRequest
-from concur.runner.jobdir import JobState
-from concur.runner.local import Outcome
+from concur.runner.planning.budget import Budget
+from concur.runner.planning.grid import GridRequest
+from concur.runner.records.jobdir import JobState
+from concur.runner.scheduling.driver import run_grid
+from concur.runner.scheduling.executor import Execution, Executor
+from concur.runner.scheduling.outcomes import Outcome
 
 APPROACH_OPTION = typer.Option(
     ..., "--approach", "-a", help="Approach ids, globs or families (family:NAME); repeatable or comma-separated, e.g. 'bert-*'."

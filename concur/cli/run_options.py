@@ -1,12 +1,12 @@
-"""The options `concur run` and `concur study run` share: how a grid's jobs run (`concur.runner.executors`)."""
+"""The options `concur run` and `concur study run` share: how a grid's jobs run (`concur.runner.scheduling.executor`)."""
 
 from __future__ import annotations
 
 import typer
 
 from concur.devices import DEVICE_CHOICES
-from concur.runner.executors import Executor
-from concur.runner.pool import DEFAULT_JOBS_PER_GPU
+from concur.runner.scheduling.executor import Executor
+from concur.runner.scheduling.worker_pool import DEFAULT_JOBS_PER_GPU
 
 DEVICE_OPTION = typer.Option("auto", "--device", help=f"One of {', '.join(DEVICE_CHOICES)} or cuda:N.")
 THREADS_OPTION = typer.Option(

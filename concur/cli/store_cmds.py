@@ -12,8 +12,8 @@ import typer
 from rich.markup import escape
 
 from concur.cli.common import Format, err, out, print_json, settings
-from concur.runner.jobdir import RESULT_FILE
-from concur.runner.store import Health, inspect_runs, rebuild_index
+from concur.runner.records.jobdir import RESULT_FILE
+from concur.runner.records.store import Health, inspect_runs, rebuild_index
 
 app = typer.Typer(help="Check the runs dir's results and index, and rebuild the index from the job directories.", no_args_is_help=True)
 KEYS_LISTED = 20  # keys named per kind of problem; the rest are counted

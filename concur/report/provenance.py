@@ -23,11 +23,11 @@ from concur.analysis.reference import reference_spec
 from concur.analysis.results import OK_STATUS, REFERENCES, STORE, STUDY_PREFIX, Results
 from concur.analysis.view import EMTable
 from concur.registry import Registry
-from concur.runner.estimate import throughputs
-from concur.runner.grid import GridRequest
-from concur.runner.jobdir import JobState
-from concur.runner.store import ActiveJob, active_jobs, finished_jobs, row_from_result
-from concur.runner.study import Plan, PlannedJob, Study, load_study, plan_study
+from concur.runner.planning.estimate import throughputs
+from concur.runner.planning.grid import GridRequest
+from concur.runner.planning.study import Plan, PlannedJob, Study, load_study, plan_study
+from concur.runner.records.jobdir import JobState
+from concur.runner.records.store import ActiveJob, active_jobs, finished_jobs, row_from_result
 from concur.workspace import Workspace
 
 SECONDS_PER_HOUR = 3600.0

@@ -1,1 +1,1 @@
-"""Jobs: their keys, their directories, running them locally, and the SQLite index."""
+"""Grids of jobs: planning them, executing each, scheduling them here or on Slurm, and the records of a runs dir."""

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from concur.errors import ConcurError, DamagedFileError
-from concur.runner.jobdir import JobState
-from concur.runner.slurm import collect_submitted
-from concur.runner.store import Store, active_jobs, finished_jobs, writable
+from concur.runner.records.jobdir import JobState
+from concur.runner.records.store import Store, active_jobs, finished_jobs, writable
+from concur.runner.scheduling.slurm import collect_submitted
 from concur.workspace import Workspace
 
 SECONDS_PER_HOUR = 3600.0

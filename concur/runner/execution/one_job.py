@@ -1,7 +1,7 @@
 """Execute one job into its directory: train, predict, score, account; the worker side of every executor.
 
 The approach only trains and answers; scoring uses the framework's official metric. A job
-with a budget's subset (`concur.runner.budget`) gives the approach only that subset of the
+with a budget's subset (`concur.runner.planning.budget`) gives the approach only that subset of the
 training split and scores the subset of the test split; the sizes are recorded. The
 result file is written last and atomically, so a job killed at any point leaves no result
 and simply runs again. Faults are recorded, never lost: an exception becomes a failed
@@ -34,12 +34,12 @@ from concur.errors import ClaimLostError, ConcurError, JobInterrupted
 from concur.metrics import evaluate
 from concur.oserrors import is_storage_error
 from concur.registry.specs import ApproachSpec
-from concur.runner.budget import apply_subset
-from concur.runner.claims import Claim, ClaimBook
-from concur.runner.faults import FaultPoint, fault_point
-from concur.runner.jobdir import JobDir
-from concur.runner.jobs import Job
-from concur.runner.process_age import pool_start_seconds, process_age_seconds
+from concur.runner.execution.faults import FaultPoint, fault_point
+from concur.runner.execution.startup import pool_start_seconds, process_age_seconds
+from concur.runner.planning.budget import apply_subset
+from concur.runner.planning.jobs import Job
+from concur.runner.records.claims import Claim, ClaimBook
+from concur.runner.records.jobdir import JobDir
 from concur.workspace import Workspace
 
 MISSING_SAMPLE = 10  # qids listed in a result when predictions are missing

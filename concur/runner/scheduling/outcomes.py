@@ -15,12 +15,12 @@ from concur.data.prepare import PreparedBenchmark
 from concur.errors import ConcurError, DamagedFileError
 from concur.fsutil import move_aside
 from concur.registry.specs import ApproachSpec
-from concur.runner.claims import Claim, ClaimBook, Heartbeat
-from concur.runner.execute import RunOptions, execute_job
-from concur.runner.faults import FaultPoint, fault_point
-from concur.runner.jobdir import JOB_FILE, JobDir, JobState
-from concur.runner.jobs import Job
-from concur.runner.store import Store
+from concur.runner.execution.faults import FaultPoint, fault_point
+from concur.runner.execution.one_job import RunOptions, execute_job
+from concur.runner.planning.jobs import Job
+from concur.runner.records.claims import Claim, ClaimBook, Heartbeat
+from concur.runner.records.jobdir import JOB_FILE, JobDir, JobState
+from concur.runner.records.store import Store
 from concur.workspace import Workspace
 
 

@@ -1,13 +1,13 @@
 """The local executor: worker processes over this machine's GPUs (or CPU cores), one driver that indexes.
 
-Each job runs in its own worker process (`concur.runner.worker`), pinned to one GPU with
+Each job runs in its own worker process (`concur.runner.execution.worker`), pinned to one GPU with
 CUDA_VISIBLE_DEVICES, or given a set number of CPU threads. A job whose spec says it is
 small (`[resources] small = true`: the 2016-2018 readers leave a GPU mostly idle) shares
 its GPU with other small jobs, up to `jobs_per_gpu` and the GPU's memory by the specs'
 estimates; other jobs get a GPU to themselves. Jobs start longest first (by the durations
 already measured), so the last one to finish is a short one.
 
-A job is claimed (`concur.runner.claims`) just before its worker starts, so drivers on any
+A job is claimed (`concur.runner.records.claims`) just before its worker starts, so drivers on any
 number of hosts sharing one runs dir split a grid between them and never run a job twice;
 the driver refreshes its claims while their workers run and releases each once its result is
 indexed. A job another driver holds is waited for: taken as finished when its result appears,
@@ -40,16 +40,16 @@ from concur.devices import Gpu, usable_cores
 from concur.errors import StorageError
 from concur.oserrors import free_space
 from concur.registry.specs import ApproachSpec
-from concur.runner.claims import Claim, ClaimBook, Heartbeat
-from concur.runner.execute import RunOptions
-from concur.runner.faults import FaultPoint, fault_point
-from concur.runner.forked import ForkedWorker, Zygote, ZygoteError
-from concur.runner.jobdir import JobDir, JobState
-from concur.runner.jobs import Job
-from concur.runner.local import Outcome, claim_job, index_finished, recheck_held, settle_finished
-from concur.runner.request import JobRequest, failed_result
-from concur.runner.store import Store
-from concur.runner.worker import DRIVER_PID_ENV, STORAGE_EXIT
+from concur.runner.execution.faults import FaultPoint, fault_point
+from concur.runner.execution.one_job import RunOptions
+from concur.runner.execution.request import JobRequest, failed_result
+from concur.runner.execution.worker import DRIVER_PID_ENV, STORAGE_EXIT
+from concur.runner.planning.jobs import Job
+from concur.runner.records.claims import Claim, ClaimBook, Heartbeat
+from concur.runner.records.jobdir import JobDir, JobState
+from concur.runner.records.store import Store
+from concur.runner.scheduling.outcomes import Outcome, claim_job, index_finished, recheck_held, settle_finished
+from concur.runner.scheduling.zygote_client import ForkedWorker, Zygote, ZygoteError
 from concur.stopping import terminate_as_stop
 from concur.workspace import Workspace
 
@@ -177,7 +177,7 @@ class LocalPool:
         todo.sort(key=lambda item: -item.task.estimate_seconds)
         self.requests_dir.mkdir(parents=True, exist_ok=True)
         if not self.stream_output and sys.platform.startswith("linux"):
-            # GPU workers too, while it has not initialised CUDA: see concur.runner.zygote
+            # GPU workers too, while it has not initialised CUDA: see concur.runner.execution.zygote
             self._zygote = Zygote(os.environ, worker_modules(item.task.spec for item in todo))
         try:
             with Heartbeat(self.claims) as self._heartbeat, terminate_as_stop():
@@ -309,7 +309,7 @@ class LocalPool:
         if process is None:
             output = None if self.stream_output else open(output_path, "ab")  # noqa: SIM115
             process = subprocess.Popen(
-                [sys.executable, "-m", "concur.runner.worker", str(request_path)],
+                [sys.executable, "-m", "concur.runner.execution.worker", str(request_path)],
                 stdout=output if output else _stderr_descriptor(),
                 stderr=subprocess.STDOUT,
                 env=environment,

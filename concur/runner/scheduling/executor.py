@@ -1,7 +1,7 @@
 """Where and how a grid's jobs run: the executor (worker processes here, or Slurm) and its settings.
 
 One value holds what `concur run` and `concur study run` share, so the two commands run
-grids alike and the driver (`concur.runner.driver`) takes a single argument for it.
+grids alike and the driver (`concur.runner.scheduling.driver`) takes a single argument for it.
 """
 
 from __future__ import annotations
@@ -10,15 +10,15 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from concur.runner.execute import RunOptions
-from concur.runner.pool import DEFAULT_JOBS_PER_GPU
+from concur.runner.execution.one_job import RunOptions
+from concur.runner.scheduling.worker_pool import DEFAULT_JOBS_PER_GPU
 
 SECONDS_PER_MINUTE = 60
 
 
 class Executor(StrEnum):
-    local = "local"  # worker processes on this machine (concur.runner.pool)
-    slurm = "slurm"  # job arrays through submitit (concur.runner.slurm)
+    local = "local"  # worker processes on this machine (concur.runner.scheduling.worker_pool)
+    slurm = "slurm"  # job arrays through submitit (concur.runner.scheduling.slurm)
 
 
 @dataclass(frozen=True)

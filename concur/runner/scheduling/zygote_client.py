@@ -1,4 +1,4 @@
-"""The driver's side of the zygote (concur.runner.zygote): workers forked from one warm process.
+"""The driver's side of the zygote (concur.runner.execution.zygote): workers forked from one warm process.
 
 `Zygote.fork` asks for a worker and returns a `ForkedWorker`, which the pool watches and
 stops as it would a subprocess: `pid` (the leader of the worker's own session), `poll()` and
@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from concur.runner.worker import DRIVER_PID_ENV
+from concur.runner.execution.worker import DRIVER_PID_ENV
 
 ANSWER_SECONDS = 120.0  # a zygote still importing torch answers its first request late; one that never does is broken
 
@@ -47,11 +47,11 @@ class ForkedWorker:
 class Zygote:
     """One warm parent process with `environment`, importing `modules`, started on the first `fork` and again whenever it has died."""
 
-    command: tuple[str, ...] = (sys.executable, "-m", "concur.runner.zygote")
+    command: tuple[str, ...] = (sys.executable, "-m", "concur.runner.execution.zygote")
 
     def __init__(self, environment: Mapping[str, str], modules: Sequence[str] = ()) -> None:
         self.environment = {**environment, DRIVER_PID_ENV: str(os.getpid())}
-        self.modules = tuple(modules)  # what it imports before its first fork, besides `concur.runner.zygote.PRELOAD`
+        self.modules = tuple(modules)  # what it imports before its first fork, besides `concur.runner.execution.zygote.PRELOAD`
         self.process: subprocess.Popen[bytes] | None = None
         self.changed = threading.Condition()
         self.codes: dict[int, int] = {}  # exited workers

@@ -3,7 +3,7 @@
 A job's own wall time leaves out what its process spent before the job began (a new Python
 importing torch, or a forked worker settling in) and, for a forked worker, what its run spent
 once getting the zygote ready (importing those modules once for every job). Plans count both
-(`concur.runner.estimate`).
+(`concur.runner.planning.estimate`).
 """
 
 from __future__ import annotations
