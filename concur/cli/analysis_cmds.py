@@ -3,30 +3,19 @@
 from __future__ import annotations
 
 import json
-import math
-import time
 from enum import StrEnum
 from pathlib import Path
 
 import typer
 from rich.console import Console
 
-from concur.analysis.bootstrap import BootstrapSettings, Interval, MatrixWithCI, bootstrap_matrix
-from concur.analysis.concurrence import (
-    METHOD_LABELS,
-    METHOD_SYMBOLS,
-    MIN_APPROACHES,
-    ConcurrenceMatrix,
-    Method,
-    concurrence_matrix,
-    is_small_n,
-)
-from concur.analysis.ordering import clustered_matrix
-from concur.analysis.pair import compare_pair
+from concur.analysis.bootstrap import BootstrapSettings, Interval, MatrixWithCI
+from concur.analysis.concurrence import METHOD_LABELS, ConcurrenceMatrix, Method
+from concur.analysis.matrix import MatrixRequest, Order, benchmark_matrix
+from concur.analysis.pair import PAIR_COLUMNS, PairRequest, pair_json, pair_rows, pair_title
 from concur.analysis.policy import Policy
 from concur.analysis.render import (
     SMALL_N_FOOTNOTE,
-    SMALL_N_MARK,
     cell_texts,
     counts_csv,
     matrix_csv,
@@ -37,14 +26,11 @@ from concur.analysis.render import (
     small_n_note,
 )
 from concur.analysis.results import NAMED_SOURCES, Results, load_results
-from concur.analysis.view import EMTable, em_table
+from concur.analysis.view import EMTable
 from concur.cli.common import SOURCE_DIR_OPTION, Settings, err, fits, make_table, out, print_json, print_table, settings
-from concur.errors import ConcurError
 from concur.fsutil import atomic_open
-from concur.plots.heatmap import concurrence_heatmap
-from concur.plots.scatter import pair_scatter
-from concur.plots.style import save_figure
-from concur.registry.specs import id_problem
+from concur.plots.heatmap import save_matrix_heatmap
+from concur.plots.pair import compare_and_draw
 
 
 class MatrixFormat(StrEnum):
@@ -53,11 +39,6 @@ class MatrixFormat(StrEnum):
     json = "json"
     markdown = "markdown"
     latex = "latex"
-
-
-class Order(StrEnum):
-    given = "given"
-    cluster = "cluster"
 
 
 RESULTS_OPTION = typer.Option(
@@ -91,8 +72,13 @@ def write_output(text: str, out_file: Path | None) -> None:
 
 
 def report_notes(table: EMTable) -> None:
-    for note in table.notes:
-        err.print(f"note: {note}", markup=False, highlight=False)
+    for line in table.notes:
+        print_note(line)
+
+
+def print_note(line: str) -> None:
+    """A note about the results (a replaced or missing cell) on stderr, as every analysis command prints it."""
+    err.print(f"note: {line}", markup=False, highlight=False)
 
 
 def matrix(
@@ -124,33 +110,21 @@ def matrix(
 ) -> None:
     """Concurrence between every pair of benchmarks: how alike they rank the approaches."""
     state = settings(ctx)
-    table = em_table(load(state, results, source_dir), policy=policy, benches=benches, approaches=approaches, registry=state.registry())
-    report_notes(table)
-    if table.wide.shape[1] < 2:
-        raise ConcurError(f"a matrix needs at least two benchmarks; these results and filters leave {list(table.wide.columns)}")
-    if order is Order.cluster:
-        wide, estimate = clustered_matrix(table.wide, corr)
-    else:
-        wide, estimate = table.wide, concurrence_matrix(table.wide, corr)
-    with_ci = None
-    if ci:
-        started = time.perf_counter()
-        with_ci = bootstrap_matrix(wide, corr, BootstrapSettings(resamples, seed, confidence, interval))
-        err.print(
-            f"bootstrap: {resamples} resamples of {len(wide)} approaches, {wide.shape[1]} benchmarks, {time.perf_counter() - started:.2f} s"
-        )
+    bootstrap = BootstrapSettings(resamples, seed, confidence, interval) if ci else None
+    request = MatrixRequest(corr, policy, benches, approaches, order, bootstrap)
+    made = benchmark_matrix(load(state, results, source_dir), request, registry=state.registry(), note=print_note)
+    wide, estimate = made.wide, made.estimate
+    if made.bootstrap_seconds is not None:
+        err.print(f"bootstrap: {resamples} resamples of {len(wide)} approaches, {wide.shape[1]} benchmarks, {made.bootstrap_seconds:.2f} s")
     err.print(f"{METHOD_LABELS[corr]} over {len(wide)} approaches (policy {policy}, results {'+'.join(results)})", highlight=False)
     few = small_n_note(estimate)
     if few:
-        err.print(f"note: {few}", markup=False, highlight=False)
-    _emit(estimate, with_ci, fmt, out_file, {"results": results, "policy": str(policy), "approaches": list(wide.index)})
+        print_note(few)
+    _emit(estimate, made.with_ci, fmt, out_file, {"results": results, "policy": str(policy), "approaches": list(wide.index)})
     if counts_file is not None:
         write_output(counts_csv(estimate.counts), counts_file)
     if heatmap is not None:
-        figure = concurrence_heatmap(
-            estimate.values, counts=estimate.counts, value_label=METHOD_LABELS[corr], names=table.labels.benchmark_names(wide.columns)
-        )
-        for path in save_figure(figure, heatmap):
+        for path in save_matrix_heatmap(made, heatmap):
             err.print(f"wrote {path}")
 
 
@@ -207,96 +181,18 @@ def compare(
 ) -> None:
     """Two benchmarks side by side: r and tau with intervals, n, and the scatter plot."""
     state = settings(ctx)
-    named = [first, second, *([reference] if reference else [])]
-    if len(set(named)) < len(named):
-        raise ConcurError(f"compare needs different benchmarks, got {', '.join(named)}")
-    for name in named:  # the ids name the plot's file
-        if problem := id_problem(name):
-            raise ConcurError(f"compare takes benchmark ids: {problem}")
+    request = PairRequest(first, second, reference, policy, approaches, BootstrapSettings(resamples, seed, confidence, interval))
     loaded = load(state, results, source_dir)
-    table = em_table(loaded, policy=policy, benches=",".join(named), approaches=approaches, registry=state.registry())
-    not_ids = [name for name in named if name not in table.wide.columns]
-    if not_ids:
-        raise ConcurError(f"compare takes benchmark ids, not families or patterns: {', '.join(not_ids)}")
-    report_notes(table)
-    compared = compare_pair(table.wide, first, second, BootstrapSettings(resamples, seed, confidence, interval), reference)
-    rows = []
-    payload = {
-        "first": first,
-        "second": second,
-        "policy": str(policy),
-        "interval": str(interval),
-        "confidence": confidence,
-        "min_approaches": MIN_APPROACHES,
-    }
-    stats_lines = []
-    for estimate in compared.estimates:
-        value, lower, upper, n = estimate.value, estimate.lower, estimate.upper, estimate.n
-        rows.append([METHOD_LABELS[estimate.method], _fmt(value), f"[{_fmt(lower)}, {_fmt(upper)}]", _n_text(n)])
-        payload[str(estimate.method)] = {
-            "value": _number(value),
-            "lower": _number(lower),
-            "upper": _number(upper),
-            "n": n,
-            "small_n": is_small_n(n),
-        }
-        stats_lines.append(f"{METHOD_SYMBOLS[estimate.method]} = {_fmt(value)} [{_fmt(lower)}, {_fmt(upper)}]")
-    n = payload["kendall"]["n"]
-    stats_lines.append(f"n = {n}" + (f" (fewer than {MIN_APPROACHES} approaches)" if is_small_n(n) else ""))
-    sample_sizes = [n]
-    if reference:
-        for test in compared.versus_reference:
-            method = test.method
-            label = f"{METHOD_LABELS[method]}: ({first}, {reference}) - ({second}, {reference})"
-            p_value = "n/a" if math.isnan(test.p_value) else f"{test.p_value:.3f}"
-            rows.append([label, _fmt(test.difference), f"[{_fmt(test.lower)}, {_fmt(test.upper)}]", f"{_n_text(test.n)}  p = {p_value}"])
-            payload[f"versus_{reference}_{method}"] = {
-                "first": _number(test.first_value),
-                "second": _number(test.second_value),
-                "difference": _number(test.difference),
-                "lower": _number(test.lower),
-                "upper": _number(test.upper),
-                "p_value": _number(test.p_value),
-                "n": test.n,
-                "small_n": is_small_n(test.n),
-            }
-            sample_sizes.append(test.n)
     stem = plot or state.workspace().root / "figures" / f"compare-{first}-{second}"
-    figure = pair_scatter(
-        table.wide,
-        first,
-        second,
-        families=table.approach_families(),
-        names={**table.labels.approach_names(table.wide.index), **table.labels.benchmark_names([first, second])},
-        stats="\n".join(stats_lines),
-    )
-    paths = save_figure(figure, stem)
-    payload["plot"] = [str(path) for path in paths]
+    drawn = compare_and_draw(loaded, request, stem, registry=state.registry(), note=print_note)
     if fmt == "json":
-        print_json(payload)
-    else:
-        print_table(
-            f"{first} vs {second} ({int(confidence * 100)}% {interval} intervals, {resamples} resamples, seed {seed})",
-            ["statistic", "value", "interval", "n"],
-            rows,
-        )
-        if any(is_small_n(size) for size in sample_sizes):
-            out.print(SMALL_N_FOOTNOTE, markup=False)
-        for path in paths:
-            out.print(f"wrote {path}", highlight=False)
-
-
-def _fmt(value: float) -> str:
-    return "n/a" if math.isnan(value) else f"{value:.3f}"
-
-
-def _n_text(n: int) -> str:
-    return f"{n}{SMALL_N_MARK}" if is_small_n(n) else str(n)
-
-
-def _number(value: float) -> float | None:
-    """JSON has no NaN: an undefined statistic is null."""
-    return None if math.isnan(value) else float(value)
+        print_json(pair_json(drawn.pair, drawn.paths))
+        return
+    print_table(pair_title(drawn.pair), PAIR_COLUMNS, pair_rows(drawn.pair))
+    if drawn.pair.comparison.small_n:
+        out.print(SMALL_N_FOOTNOTE, markup=False)
+    for path in drawn.paths:
+        out.print(f"wrote {path}", highlight=False)
 
 
 def results_table(
@@ -307,6 +203,6 @@ def results_table(
 ) -> None:
     """The results as one tidy CSV (approach, benchmark, hparam_id, seed, em, f1, labels)."""
     loaded = load(settings(ctx), results, source_dir)
-    for note in loaded.notes:
-        err.print(f"note: {note}", markup=False, highlight=False)
+    for line in loaded.notes:
+        print_note(line)
     write_output(loaded.frame.to_csv(index=False), out_file)

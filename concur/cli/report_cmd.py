@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import typer
@@ -21,10 +20,8 @@ from concur.cli.analysis_cmds import (
     report_notes,
 )
 from concur.cli.common import DEFAULT_RECIPES, SOURCE_DIR_OPTION, Settings, err, out, settings
-from concur.recipes.spec import Recipe, load_recipe, recipe_paths
-from concur.report.content import ReportOptions, build_report
-from concur.report.page import write_report
-from concur.runner.study import load_study
+from concur.report.content import ReportOptions
+from concur.report.page import publish_report
 
 
 def report(
@@ -74,27 +71,21 @@ def make_report(
     study: Path | None,
     source_dir: list[Path] | None,
 ) -> Path:
-    """Load the results, build and write the page, and say what it holds (also the end of `concur study run --report`)."""
+    """Load the results, write the page, and say what it holds (also the end of `concur study run --report`)."""
     loaded = load(state, results, source_dir)
-    parsed = _recipes(recipes)  # all parsed before any work
-    study_spec = load_study(study) if study is not None else None
-    options = dataclasses.replace(options, results=loaded.sources)
 
     def load_more(requests: list[str]) -> Results:
         return load(state, requests, source_dir)
 
-    index, made = write_report(
+    index, made = publish_report(
+        loaded,
+        options,
         out_dir,
-        lambda files_dir: build_report(
-            loaded,
-            options,
-            load=load_more,
-            registry=state.registry(),
-            workspace=state.workspace(),
-            recipes=parsed,
-            study=study_spec,
-            files_dir=files_dir,
-        ),
+        load=load_more,
+        registry=state.registry(),
+        workspace=state.workspace(),
+        recipes=_recipe_targets(recipes),
+        study=study,
     )
     report_notes(made.table)
     for warning in made.warnings:
@@ -106,9 +97,8 @@ def make_report(
     return index
 
 
-def _recipes(targets: list[Path] | None) -> list[Recipe]:
-    if not targets:
-        if not DEFAULT_RECIPES.is_dir():
-            return []
-        targets = [DEFAULT_RECIPES]
-    return [load_recipe(path) for target in targets for path in recipe_paths(target)]
+def _recipe_targets(targets: list[Path] | None) -> list[Path]:
+    """The --recipes given, else ./analysis when it exists, else none."""
+    if targets:
+        return targets
+    return [DEFAULT_RECIPES] if DEFAULT_RECIPES.is_dir() else []

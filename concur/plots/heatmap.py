@@ -9,6 +9,7 @@ Missing cells are hatched and say "n/a", so a gap is never mistaken for a zero.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -21,7 +22,9 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.typing import ColorType
 
-from concur.plots.style import HEATMAP_CMAP, display_name, figure_style
+from concur.analysis.concurrence import METHOD_LABELS, ConcurrenceMatrix
+from concur.analysis.matrix import BenchmarkMatrix
+from concur.plots.style import HEATMAP_CMAP, display_name, figure_style, save_figure
 
 CONCURRENCE_LIMITS = (-1.0, 1.0)  # the correlation range; symmetric limits centre the diverging map at 0
 CONCURRENCE_TICKS = (-1.0, -0.5, 0.0, 0.5, 1.0)
@@ -91,6 +94,16 @@ def concurrence_heatmap(
             ax.set_title(title)
         _make_room_for_labels(fig, ax, matrix_width, matrix_height)
     return fig
+
+
+def matrix_heatmap(matrix: ConcurrenceMatrix, names: Mapping[str, str] | None = None, *, title: str | None = None) -> Figure:
+    """`concurrence_heatmap` of a computed matrix: its values, its counts, and its correlation as the colour bar's label."""
+    return concurrence_heatmap(matrix.values, counts=matrix.counts, title=title, value_label=METHOD_LABELS[matrix.method], names=names)
+
+
+def save_matrix_heatmap(made: BenchmarkMatrix, stem: Path) -> list[Path]:
+    """The heatmap of `concur matrix --heatmap`, saved as `stem`.pdf and .png: the matrix in its order, benchmarks by name."""
+    return save_figure(matrix_heatmap(made.estimate, made.table.labels.benchmark_names(made.wide.columns)), stem)
 
 
 def _make_room_for_labels(fig: Figure, ax: Axes, matrix_width: float, matrix_height: float) -> None:

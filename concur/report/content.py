@@ -24,7 +24,7 @@ from concur.analysis.render import SMALL_N_MARK, small_n_note
 from concur.analysis.results import Results
 from concur.analysis.view import EMTable, em_table
 from concur.errors import ConcurError, UnknownNameError
-from concur.plots.heatmap import concurrence_heatmap
+from concur.plots.heatmap import matrix_heatmap
 from concur.plots.style import save_figure
 from concur.progress import task_progress
 from concur.recipes.batch import State, draw_recipe
@@ -32,7 +32,7 @@ from concur.recipes.drawing import MIN_BENCHMARKS
 from concur.recipes.spec import Recipe
 from concur.registry import Registry
 from concur.report.provenance import PUBLISHED, Provenance, collect_provenance, selected_rows
-from concur.runner.study import Study
+from concur.runner.planning.study import Study
 from concur.workspace import Workspace
 
 MATRICES_DIR = "matrices"
@@ -165,12 +165,7 @@ def _matrices(table: EMTable, settings: BootstrapSettings, out_dir: Path) -> tup
     sections = []
     for method in (Method.kendall, Method.pearson):
         ci = bootstrap_matrix(wide, method, settings)
-        figure = concurrence_heatmap(
-            ci.estimate.values,
-            counts=ci.estimate.counts,
-            value_label=METHOD_LABELS[method],
-            names=table.labels.benchmark_names(wide.columns),
-        )
+        figure = matrix_heatmap(ci.estimate, table.labels.benchmark_names(wide.columns))
         sections.append(MatrixSection(ci, save_figure(figure, out_dir / str(method))))
     return sections, None
 

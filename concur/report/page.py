@@ -16,7 +16,7 @@ import math
 import shutil
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import quote
 
@@ -26,11 +26,16 @@ from matplotlib.colors import Normalize, to_hex
 
 from concur.analysis.concurrence import METHOD_LABELS, MIN_APPROACHES, is_small_n
 from concur.analysis.render import SMALL_N_MARK, estimate_text, interval_text
+from concur.analysis.results import Results
 from concur.errors import ConcurError
 from concur.fsutil import DIRECTORY_MODE, atomic_open, default_permissions, publish_directory
 from concur.plots.heatmap import CONCURRENCE_LIMITS, text_color_on
 from concur.plots.style import HEATMAP_CMAP
-from concur.report.content import MatrixSection, Report
+from concur.recipes.spec import load_recipe, recipe_paths
+from concur.registry import Registry
+from concur.report.content import Loader, MatrixSection, Report, ReportOptions, build_report
+from concur.runner.planning.study import load_study
+from concur.workspace import Workspace
 
 INDEX = "index.html"
 FILES_DIR = "files"
@@ -90,6 +95,35 @@ def write_report(out_dir: Path, build: Callable[[Path], Report]) -> tuple[Path, 
     with atomic_open(index, "wt") as handle:
         handle.write(html)
     return index, report
+
+
+def publish_report(
+    results: Results,
+    options: ReportOptions,
+    out_dir: Path,
+    *,
+    load: Loader,
+    registry: Registry,
+    workspace: Workspace,
+    recipes: list[Path],
+    study: Path | None,
+) -> tuple[Path, Report]:
+    """The report on `results`, built and written into `out_dir` (`write_report`): what `concur report` and
+    `concur study run --report` do below the command line.
+
+    The recipes (files or directories of them) and the study file are all parsed before any
+    work, so a mistake in one stops the report before its bootstrap starts. The options'
+    `results` become the sources `results` came from.
+    """
+    parsed = [load_recipe(path) for target in recipes for path in recipe_paths(target)]
+    study_spec = load_study(study) if study is not None else None
+    options = replace(options, results=results.sources)
+    return write_report(
+        out_dir,
+        lambda files_dir: build_report(
+            results, options, load=load, registry=registry, workspace=workspace, recipes=parsed, study=study_spec, files_dir=files_dir
+        ),
+    )
 
 
 def render_html(report: Report, files_dir: Path) -> str:
