@@ -10,7 +10,7 @@ from rich.markup import escape
 from concur.cli.common import SOURCE_DIR_OPTION, Format, err, out, print_json, print_table, settings
 from concur.cli.kg_cmd import build_kg_command
 from concur.data.examples import sample_examples
-from concur.data.prepare import SPLITS, PreparedDataError, load_split, prepare, prepared
+from concur.data.prepare import SPLITS, PreparedBenchmark, PreparedDataError, load_split, prepare, prepared
 from concur.data.stats import split_stats
 from concur.errors import ConcurError
 
@@ -34,23 +34,8 @@ def prepare_command(
     rows = []
     for spec in specs:
         bench, did_work = prepare(spec, locator, data_dir, force=force)
-        manifest = bench.manifest
-        splits = manifest["splits"]
-        origins = ", ".join(sorted({source["origin"] for source in manifest["sources"].values()}))
-        rows.append(
-            [
-                spec.id,
-                "prepared" if did_work else "up to date",
-                f"{splits['train']['questions']:,} / {splits['train']['contexts']:,}",
-                f"{splits['test']['questions']:,} / {splits['test']['contexts']:,}",
-                _dropped_summary(splits),
-                origins,
-                str(bench.directory),
-            ]
-        )
-        for name, source in manifest["sources"].items():
-            if not source["verified"]:
-                err.print(f"[yellow]warning:[/] {spec.id}: source {name!r} has no declared md5; used unverified (md5 {source['md5']})")
+        _warn_unverified(spec.id, bench)
+        rows.append(_prepared_row(spec.id, bench, did_work))
     print_table(None, ["benchmark", "state", "train q / ctx", "test q / ctx", "kept and dropped", "sources", "directory"], rows)
 
 
@@ -108,7 +93,12 @@ def stats_command(
         print_json(results)
         return
     columns = ["benchmark", "split", "questions", "passages", "question tokens", "passage tokens", "answer tokens", "answer in passage"]
-    rows = [
+    print_table(None, columns, _stats_rows(results))
+
+
+def _stats_rows(results: dict[str, dict[str, dict]]) -> list[list[str]]:
+    """One row per benchmark and split of `stats --format json`'s numbers, as a person reads them."""
+    return [
         [
             bench_id,
             split,
@@ -122,7 +112,6 @@ def stats_command(
         for bench_id, by_split in results.items()
         for split, row in by_split.items()
     ]
-    print_table(None, columns, rows)
 
 
 @app.command("show")
@@ -181,6 +170,27 @@ def annotate_command(
             report = pretag(splits, inputs, approach_ids, workspace.cache_dir)
             rows.append([spec.id, report.pipeline, ", ".join(report.approaches), f"{report.texts:,}", f"{report.tagged:,}"])
     print_table(None, ["benchmark", "pipeline", "approaches", "texts", "tagged now"], rows)
+
+
+def _warn_unverified(bench_id: str, bench: PreparedBenchmark) -> None:
+    for name, source in bench.manifest["sources"].items():
+        if not source["verified"]:
+            err.print(f"[yellow]warning:[/] {bench_id}: source {name!r} has no declared md5; used unverified (md5 {source['md5']})")
+
+
+def _prepared_row(bench_id: str, bench: PreparedBenchmark, did_work: bool) -> list[str]:
+    """A prepared benchmark's row of `data prepare`: its state, sizes, what was dropped, its sources and directory."""
+    manifest = bench.manifest
+    splits = manifest["splits"]
+    return [
+        bench_id,
+        "prepared" if did_work else "up to date",
+        f"{splits['train']['questions']:,} / {splits['train']['contexts']:,}",
+        f"{splits['test']['questions']:,} / {splits['test']['contexts']:,}",
+        _dropped_summary(splits),
+        ", ".join(sorted({source["origin"] for source in manifest["sources"].values()})),
+        str(bench.directory),
+    ]
 
 
 def _dropped_summary(splits: dict) -> str:

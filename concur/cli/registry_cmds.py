@@ -10,8 +10,8 @@ import typer
 from concur.cli.common import SOURCE_DIR_OPTION, Format, print_json, print_table, settings
 from concur.data.sources import SourceLocator
 from concur.errors import UnknownNameError
-from concur.registry.specs import APPROACH_FAMILIES, BENCHMARK_FAMILIES, BenchmarkSpec
-from concur.runner.availability import benchmark_data
+from concur.registry.specs import APPROACH_FAMILIES, BENCHMARK_FAMILIES, ApproachSpec, BenchmarkSpec
+from concur.runner.planning.availability import benchmark_data
 
 
 def benches(
@@ -26,10 +26,7 @@ def benches(
         raise UnknownNameError("benchmark family", family, BENCHMARK_FAMILIES)
     locator = state.locator(source_dir)
     data_dir = state.workspace().data_dir
-    records = []
-    for spec in state.registry().benchmarks():
-        if family is None or spec.family == family:
-            records.append(_bench_record(spec, locator, data_dir))
+    records = [_bench_record(spec, locator, data_dir) for spec in state.registry().benchmarks() if family is None or spec.family == family]
     if output is Format.json:
         print_json(records)
         return
@@ -71,22 +68,21 @@ def approaches(
     """List the registered approaches: family, implementation and model."""
     if family is not None and family not in APPROACH_FAMILIES:
         raise UnknownNameError("approach family", family, APPROACH_FAMILIES)
-    records = []
-    for spec in settings(ctx).registry().approaches():
-        if family is None or spec.family == family:
-            model = spec.model.get("hub") or spec.model.get("package") or spec.model.get("path") or spec.model.get("word_vectors")
-            records.append(
-                {
-                    "id": spec.id,
-                    "name": spec.name,
-                    "family": spec.family,
-                    "implementation": spec.implementation,
-                    "model": model,
-                    "spec_file": str(spec.file),
-                }
-            )
+    records = [_approach_record(spec) for spec in settings(ctx).registry().approaches() if family is None or spec.family == family]
     if output is Format.json:
         print_json(records)
         return
     rows = [[r["id"], r["family"], r["implementation"], r["model"]] for r in records]
     print_table(f"{len(records)} approaches", ["id", "family", "implementation", "model"], rows)
+
+
+def _approach_record(spec: ApproachSpec) -> dict[str, Any]:
+    model = spec.model.get("hub") or spec.model.get("package") or spec.model.get("path") or spec.model.get("word_vectors")
+    return {
+        "id": spec.id,
+        "name": spec.name,
+        "family": spec.family,
+        "implementation": spec.implementation,
+        "model": model,
+        "spec_file": str(spec.file),
+    }

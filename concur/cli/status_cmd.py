@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from concur.cli.common import ERROR_WIDTH, Format, echo, number, print_json, print_table, settings, warn
-from concur.runner.status import DeviceHours, collect_slurm_results, device_hours, survey
+from concur.runner.status import DeviceHours, Survey, collect_slurm_results, device_hours, survey
 
 
 def status(
@@ -33,6 +33,11 @@ def status(
     if cost:
         _show_cost(device_hours(jobs.finished), output)
         return
+    _show_jobs(jobs, output)
+
+
+def _show_jobs(jobs: Survey, output: Format) -> None:
+    """The surveyed jobs, one row each under a title that counts them by state (or all of it as JSON)."""
     summary = jobs.summary()
     if output is Format.json:
         print_json({"summary": summary, "jobs": jobs.records, "problems": jobs.problems})

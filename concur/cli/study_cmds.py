@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -37,14 +38,14 @@ from concur.cli.run_options import (
     WORKERS_OPTION,
 )
 from concur.errors import JobsFailedError, JobsUnfinishedError
-from concur.runner.availability import missing_message
-from concur.runner.budget import Budget
-from concur.runner.estimate import FROM_APPROACH, FROM_CELL, FROM_MODEL
-from concur.runner.executors import Execution, Executor
-from concur.runner.slurm import collect_submitted
+from concur.runner.planning.availability import MissingSource, missing_message
+from concur.runner.planning.budget import Budget
+from concur.runner.planning.estimate import FROM_APPROACH, FROM_CELL, FROM_MODEL
+from concur.runner.planning.study import Plan, Study, Tally, load_study, survey_study
+from concur.runner.records.store import Store
+from concur.runner.scheduling.executor import Execution, Executor
+from concur.runner.scheduling.slurm import collect_submitted
 from concur.runner.status import SECONDS_PER_HOUR
-from concur.runner.store import Store
-from concur.runner.study import Plan, Tally, load_study, survey_study
 
 app = typer.Typer(help="Run whole studies: a grid of approaches x benchmarks x settings x seeds from a study file.", no_args_is_help=True)
 STUDY_FILE = typer.Argument(..., exists=True, dir_okay=False, help="A study file, e.g. analysis/studies/liu2023.toml.")
@@ -156,47 +157,55 @@ def _show(ctx: typer.Context, file: Path, output: Format, source_dir: list[Path]
     if not workspace.root.is_dir():  # planning before the first run is what plan is for; a mistyped runs dir shows here
         warn(f"no runs directory at {workspace.root} yet: nothing of this study has run there")
     if output is Format.json:
-        print_json(
-            {
-                "study": study.name,
-                "counts": dict(plan.counts()),
-                "parallel": parallel,
-                "estimate_wall_seconds": plan.wall_estimate(parallel)[0],
-                "run_start_seconds": plan.run_start_seconds,
-                "budget": dataclasses.asdict(study.grid.budget) if study.grid.budget else None,
-                "missing_sources": [
-                    {"path": item.source.path, "benchmarks": list(item.benchmarks), "download": item.source.origin} for item in missing
-                ],
-                "jobs": [
-                    {
-                        "approach": planned.point.approach.id,
-                        "benchmark": planned.point.bench.id,
-                        "hparam_id": planned.point.setting.id,
-                        "seed": planned.point.seed,
-                        "key": planned.job.key if planned.job else None,
-                        "state": planned.state,
-                        "estimate_seconds": planned.estimate_seconds,
-                        "estimate_wall_seconds": planned.estimate_wall_seconds,
-                        "estimate_from": planned.estimate_basis,
-                        "device_seconds": planned.measured_seconds,
-                    }
-                    for planned in plan.jobs
-                ],
-            }
-        )
+        print_json(_plan_payload(study, plan, missing, parallel))
     else:
-        out.print(_summary(study.name, plan, study.grid.budget))
-        out.print(_wall_line(plan, parallel))
-        bases = _bases_line(plan)
-        if bases:
-            out.print(bases)
-        print_table(
-            None, ["approach", "jobs", "done", "failed", "to run", "device-h spent", "device-h to go"], [_row(t) for t in plan.tallies()]
-        )
+        _print_plan(study, plan, parallel)
     if missing:
         err.print(
             f"warning: `concur study run` would stop before any job: {missing_message(missing, locator, download=False)}", markup=False
         )
+
+
+def _plan_payload(study: Study, plan: Plan, missing: list[MissingSource], parallel: int) -> dict[str, Any]:
+    """`study plan --format json`: the counts, the estimates, the missing source files and every job."""
+    return {
+        "study": study.name,
+        "counts": dict(plan.counts()),
+        "parallel": parallel,
+        "estimate_wall_seconds": plan.wall_estimate(parallel)[0],
+        "run_start_seconds": plan.run_start_seconds,
+        "budget": dataclasses.asdict(study.grid.budget) if study.grid.budget else None,
+        "missing_sources": [
+            {"path": item.source.path, "benchmarks": list(item.benchmarks), "download": item.source.origin} for item in missing
+        ],
+        "jobs": [
+            {
+                "approach": planned.point.approach.id,
+                "benchmark": planned.point.bench.id,
+                "hparam_id": planned.point.setting.id,
+                "seed": planned.point.seed,
+                "key": planned.job.key if planned.job else None,
+                "state": planned.state,
+                "estimate_seconds": planned.estimate_seconds,
+                "estimate_wall_seconds": planned.estimate_wall_seconds,
+                "estimate_from": planned.estimate_basis,
+                "device_seconds": planned.measured_seconds,
+            }
+            for planned in plan.jobs
+        ],
+    }
+
+
+def _print_plan(study: Study, plan: Plan, parallel: int) -> None:
+    """The plan as a person reads it: a summary, the wall time to go, what the estimates rest on, a row per approach."""
+    out.print(_summary(study.name, plan, study.grid.budget))
+    out.print(_wall_line(plan, parallel))
+    bases = _bases_line(plan)
+    if bases:
+        out.print(bases)
+    print_table(
+        None, ["approach", "jobs", "done", "failed", "to run", "device-h spent", "device-h to go"], [_row(t) for t in plan.tallies()]
+    )
 
 
 def _summary(name: str, plan: Plan, budget: Budget | None) -> str:
