@@ -8,36 +8,31 @@ norms, linear warm-up then decay, gradient clipping), end with the same weights,
 bf16 autocast alike. Dropout is off (its random draws are concur's own, and with it concur's CPU
 attention takes its own path) and every window is full length, since concur leaves padding out of
 the loss's softmax and transformers' span head does not. A second test turns dropout on and gives
-concur PyTorch's kernels and Trainer's random draws (as `analysis/speed_training.py`'s
-`concur-trainer-replay` does): then the order and the dropout masks are Trainer's too.
+concur PyTorch's kernels and Trainer's random draws (a `TrainingVariant` of hf-span's training): then
+the order and the dropout masks are Trainer's too.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import random
-import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from concur.approaches import training
 from concur.approaches.base import RunContext, build_approach
 from concur.approaches.hf_span import approach as hf_span_approach
-from concur.approaches.hf_span import loading
 from concur.approaches.hf_span.batching import pad_batch
 from concur.approaches.hf_span.features import TrainFeatures, Windows
+from concur.approaches.hf_span.variant import TrainingVariant
 from concur.data.model import DetectedAnswer, Passage, Question, Split
 from concur.registry.registry import default_registry
 from concur.registry.specs import parse_approach
 
 pytestmark = pytest.mark.slow
-
-ANALYSIS = Path(__file__).resolve().parent.parent / "analysis"
 
 WORDS = "river stone garden window market letter summer winter silver forest engine bridge harbor castle pocket island".split()
 SEQUENCE, STRIDE, BATCH, STEPS = 64, 32, 4, 6
@@ -57,14 +52,28 @@ NO_DROPOUT = {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
 SAME_WEIGHTS = 1e-7
 
 
-def trainer_parts(monkeypatch):
-    """analysis/trainer_parts.py, imported as a module."""
-    monkeypatch.syspath_prepend(str(ANALYSIS))
-    spec = importlib.util.spec_from_file_location("trainer_parts", ANALYSIS / "trainer_parts.py")
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "trainer_parts", module)
-    spec.loader.exec_module(module)
-    return module
+def trainers_draws_order(seed: int) -> Callable[[Any, int, Any], list[Any]]:
+    """A batch order (`TrainingVariant.batch_order`) that draws what `Trainer` draws. Called as the first batch is
+    needed, it seeds torch's generator as `Trainer` does (`set_seed`), takes the one number a DataLoader draws as it
+    starts an epoch (its workers' base seed), then orders the windows with transformers' own
+    `get_length_grouped_indices` (a permutation from that generator): Trainer's batches, and the dropout masks that
+    follow drawn from where Trainer's are. One epoch only: a second would reseed."""
+
+    def batches(lengths: Any, batch_size: int, rng: Any) -> list[Any]:
+        import torch
+        from transformers.trainer_pt_utils import get_length_grouped_indices
+
+        torch.manual_seed(seed)
+        torch.empty((), dtype=torch.int64).random_()
+        order = np.asarray(get_length_grouped_indices([int(length) for length in lengths], batch_size))
+        return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]  # as a DataLoader cuts it
+
+    return batches
+
+
+def in_their_order(lengths: Any, batch_size: int, rng: Any) -> list[Any]:
+    """The windows in their own order, as Trainer's sequential sampler gives them."""
+    return list(np.arange(len(lengths)).reshape(-1, batch_size))
 
 
 def minilm_dir():
@@ -114,9 +123,9 @@ class Lockstep:
 def train_both(precision: str, directory, monkeypatch, trainers_draws: bool = False) -> Lockstep:
     """`STEPS` steps of concur's `train()` and of `Trainer` on the same full windows in the same order.
 
-    With `trainers_draws`, dropout stays on, Trainer groups its batches by length (a random order) and concur takes
-    `analysis/trainer_parts.py`'s "kernels" and "draws" parts: PyTorch's attention and dropout, Trainer's sampler
-    and random stream, so that both draw the same order and the same masks.
+    With `trainers_draws`, dropout stays on, Trainer groups its batches by length (a random order) and concur's
+    `TrainingVariant` takes PyTorch's attention and dropout (`stock_kernels`) and Trainer's sampler and random stream
+    (`batch_order`), so that both draw the same order and the same masks.
     """
     import torch
     from transformers import AutoConfig, AutoModelForQuestionAnswering, DataCollatorWithPadding, Trainer, TrainingArguments
@@ -138,15 +147,13 @@ def train_both(precision: str, directory, monkeypatch, trainers_draws: bool = Fa
 
     monkeypatch.setattr(hf_span_approach, "train_features", features_of_full_windows)
     if trainers_draws:
-        for name in ("register_attention", "use_fast_dropout"):
-            monkeypatch.setattr(loading, name, getattr(loading, name))  # restored after the test
-        monkeypatch.setattr(training, "length_grouped_batches", training.length_grouped_batches)
-        trainer_parts(monkeypatch).take_trainers_parts(("kernels", "draws"), {}, seed=0)
+        variant = TrainingVariant(stock_kernels=True, batch_order=trainers_draws_order(seed=0))
     else:
-        monkeypatch.setattr(training, "length_grouped_batches", lambda lengths, size, rng: np.arange(len(lengths)).reshape(-1, size))
+        variant = TrainingVariant(batch_order=in_their_order)
     concur = build_approach(spec, spec.hparams)
+    assert isinstance(concur, hf_span_approach.HFSpanApproach)
     torch.set_num_threads(2)
-    report = concur.train(passages(12, 110, seed=3), RunContext("cpu", 0, lambda line: None, precision=precision))
+    report = concur.train(passages(12, 110, seed=3), RunContext("cpu", 0, lambda line: None, precision=precision), variant)
     assert report.optimizer_steps == STEPS and report.details["warmup_steps"] == 3
     # Trainer: the same seed before loading draws the same new span head
     features, tokenizer = chosen[0], concur.fine_tuned.tokenizer
@@ -189,8 +196,8 @@ def test_six_steps_of_concur_and_of_trainer_end_in_the_same_weights_in_fp32_and_
 
 def test_with_trainers_kernels_and_draws_concur_takes_trainers_random_order_and_masks_and_ends_in_its_weights(tmp_path, monkeypatch):
     """With dropout on, what is left between the two is the random draws: given PyTorch's attention and dropout and
-    Trainer's sampler and random stream (`concur-trainer-replay`'s parts), concur's six steps are Trainer's, in a
-    length-grouped random order, masks and all."""
+    Trainer's sampler and random stream (a `TrainingVariant`), concur's six steps are Trainer's, in a length-grouped
+    random order, masks and all."""
     run = train_both("fp32", tmp_path, monkeypatch, trainers_draws=True)
     for name, value in run.theirs.items():
         assert (run.ours[name] - value).abs().max().item() <= SAME_WEIGHTS, name

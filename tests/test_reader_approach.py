@@ -77,7 +77,7 @@ def test_bidaf_learns_babi_like_stories_and_records_its_inputs(tmp_path):
     assert set(predictions) == set(contexts)
     assert all(answer and answer in contexts[qid] for qid, answer in predictions.items())
     # Better than naming a random place of the story (about 1 in 4 here); the >= 95 EM of the
-    # full recipe on real bAbI takes minutes, so analysis/readers_check.py measures it.
+    # full recipe on real bAbI takes minutes, so `python -m bench.readers_check` measures it.
     assert evaluate({q.qid: q.answers for _, q in test.questions()}, predictions).exact_match > 40
 
 

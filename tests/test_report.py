@@ -148,7 +148,7 @@ def cell(tables: Tables, table: str, row: str, column: str) -> tuple[dict, str]:
 
 
 def test_report_content_from_a_store_without_a_browser(tmp_path, toy_runs):
-    registry = default_registry([REPO / "analysis" / "checks"])
+    registry = default_registry([REPO / "bench" / "checks"])
     locator = SourceLocator((), toy_runs.cache_dir)
 
     def load(requests):

@@ -29,7 +29,7 @@ from concur.runner.study import load_study
 from concur.workspace import Workspace
 from tests.conftest import REPO, SHARED_DATA, shared_file, write_babi_like
 
-CHECKS = REPO / "analysis" / "checks"  # the tiny readers
+CHECKS = REPO / "bench" / "checks"  # the tiny readers
 BABI_ARCHIVE = "http://www.thespermwhale.com/jaseweston/babi/tasks_1-20_v1-2.tar.gz"
 QA1 = "babi/tasks_1-20_v1-2/en/qa1_single-supporting-fact_{}.txt.gz"
 

@@ -8,11 +8,18 @@ random: the grouping happens inside shuffled pools, and the batches are shuffled
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 # Batches per shuffled pool that is sorted by length before cutting: large enough to find
 # windows of similar length, small enough that batch order and content stay random.
 MEGABATCH_FACTOR = 50
+
+
+# One epoch's training batches from (each example's length, the batch size, the loop's seeded generator), as
+# `length_grouped_batches` gives them: what `concur.approaches.training.fit` takes another order as.
+BatchOrder = Callable[[np.ndarray, int, np.random.Generator], list[np.ndarray]]
 
 
 def length_grouped_batches(lengths: np.ndarray, batch_size: int, rng: np.random.Generator) -> list[np.ndarray]:

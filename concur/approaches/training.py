@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from concur.approaches.base import RunContext
-from concur.approaches.batches import length_grouped_batches, split_batch
+from concur.approaches.batches import BatchOrder, length_grouped_batches, split_batch
 from concur.approaches.loss_curve import LossCurve
 from concur.approaches.precision import autocast
 from concur.approaches.prefetch import prefetch_depth, prefetched
@@ -115,11 +115,18 @@ class WeightAverage:
 
 
 def fit(
-    model: nn.Module, objective: Objective[Any], plan: Plan, context: RunContext, name: str, piece_step: PieceStep | None = None
+    model: nn.Module,
+    objective: Objective[Any],
+    plan: Plan,
+    context: RunContext,
+    name: str,
+    piece_step: PieceStep | None = None,
+    batch_order: BatchOrder = length_grouped_batches,
 ) -> list[float]:
     """Train `model` for `plan.steps` optimiser steps; returns the mean loss of each logging interval.
 
-    Batches are reshuffled every epoch from `context.seed`. Each is cut into pieces of at most
+    Batches are reshuffled every epoch from `context.seed` by `batch_order` (every job's is `length_grouped_batches`;
+    only a comparison with another trainer gives another, through hf-span's `TrainingVariant`). Each is cut into pieces of at most
     `context.per_device_batch_size` examples whose gradients accumulate, each piece's loss weighted
     by its share of the batch, so a step follows the batch's mean loss however the device splits it.
     Each piece runs through `piece_step` (default: eager). The model is left in eval mode (with the
@@ -129,7 +136,7 @@ def fit(
     piece_step = piece_step or EagerPieceStep(objective, context)
     rng = np.random.default_rng(context.seed)
     lengths = objective.lengths()
-    epochs = (length_grouped_batches(lengths, plan.batch_size, rng) for _ in count())
+    epochs = (batch_order(lengths, plan.batch_size, rng) for _ in count())
     batches = islice(chain.from_iterable(epochs), plan.steps)
     # each step's pieces, as (share of the batch, inputs on the device), collated ahead of the step that needs them
     per_device = context.per_device_batch_size

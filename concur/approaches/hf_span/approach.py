@@ -27,6 +27,7 @@ from concur.approaches.hf_span.hparams import HFSpanHParams
 from concur.approaches.hf_span.loading import LoadedModel, load_pretrained, model_settings
 from concur.approaches.hf_span.loss import WindowObjective
 from concur.approaches.hf_span.optimization import training_plan, warmup_steps
+from concur.approaches.hf_span.variant import HF_SPAN_TRAINING, TrainingVariant
 from concur.approaches.precision import autocast
 from concur.approaches.prefetch import prefetch_depth, prefetched
 from concur.approaches.training import epoch_steps, fit
@@ -49,13 +50,17 @@ class HFSpanApproach:
         self.spec, self.hparams = spec, hparams
         self._loaded: LoadedModel | None = None
 
-    def train(self, train: Split, context: RunContext) -> TrainReport:
+    def train(self, train: Split, context: RunContext, variant: TrainingVariant = HF_SPAN_TRAINING) -> TrainReport:
+        """Fine-tune on `train`; `variant` departs from hf-span's training only to compare it with another trainer
+        (`concur.approaches.hf_span.variant`; jobs never pass one)."""
         import torch
 
         clock = time.perf_counter()
         hp = self.hparams
         torch.manual_seed(context.seed)  # before loading: the new span head is drawn from it
-        loaded = load_pretrained(self.spec, context.model_path, context.log)
+        loaded = load_pretrained(self.spec, context.model_path, context.log, stock_kernels=variant.stock_kernels)
+        if variant.compiled:
+            loaded.model.compile(dynamic=True)
         if hp.max_seq_length > loaded.max_tokens:
             raise ConcurError(
                 f"approach {self.spec.id!r}: hyperparameter max_seq_length = {hp.max_seq_length} exceeds the "
@@ -90,7 +95,8 @@ class HFSpanApproach:
         else:
             objective, piece_step = WindowObjective(features, pad_id, context.device), None
         fit_clock = time.perf_counter()
-        losses = fit(model, objective, training_plan(model, hp, total_steps), context, self.spec.id, piece_step)
+        plan = training_plan(model, hp, total_steps)
+        losses = fit(model, objective, plan, context, self.spec.id, piece_step, batch_order=variant.batch_order)
         fit_seconds = time.perf_counter() - fit_clock
         if piece_step is not None:
             piece_step.release(model)

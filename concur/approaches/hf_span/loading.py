@@ -97,8 +97,9 @@ def model_settings(spec: ApproachSpec) -> ModelSettings:
     )
 
 
-def load_pretrained(spec: ApproachSpec, model_path: Path | None, log: Callable[[str], None]) -> LoadedModel:
-    """The fast tokenizer and fp32 span-extraction model of `spec` (`model_path` overrides)."""
+def load_pretrained(spec: ApproachSpec, model_path: Path | None, log: Callable[[str], None], stock_kernels: bool = False) -> LoadedModel:
+    """The fast tokenizer and fp32 span-extraction model of `spec` (`model_path` overrides), with concur's attention and
+    dropout, or with `stock_kernels` transformers' SDPA attention and PyTorch's dropout (`TrainingVariant.stock_kernels`)."""
     import torch
     from transformers import AutoConfig, AutoTokenizer
     from transformers.models.auto.modeling_auto import MODEL_FOR_QUESTION_ANSWERING_MAPPING
@@ -117,7 +118,10 @@ def load_pretrained(spec: ApproachSpec, model_path: Path | None, log: Callable[[
                 f"approach {spec.id!r}: model {settings.name!r} is a {config.model_type!r} model, which has no span-extraction "
                 "head (AutoModelForQuestionAnswering) in transformers"
             )
-        attention = register_attention() if getattr(model_class, "_supports_sdpa", False) else "eager"
+        if not getattr(model_class, "_supports_sdpa", False):
+            attention = "eager"
+        else:
+            attention = "sdpa" if stock_kernels else register_attention()
         if attention == "eager":
             log(f"{model_class.__name__} does not support SDPA attention; using eager attention")
         model, info = _guarded(
@@ -135,7 +139,8 @@ def load_pretrained(spec: ApproachSpec, model_path: Path | None, log: Callable[[
             ),
         )
         tokenizer = _load_tokenizer(spec, settings, source, AutoTokenizer)
-    use_fast_dropout(model)
+    if not stock_kernels:
+        use_fast_dropout(model)
     new_weights = sorted(info.get("missing_keys", ()))
     unused = sorted(info.get("unexpected_keys", ()))
     log(f"loaded {model_class.__name__} from {source.origin}; attention {attention}")

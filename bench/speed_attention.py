@@ -1,6 +1,6 @@
 """What a new sequence length costs PyTorch's attention backends on a GPU, forward and backward.
 
-Run: `python analysis/speed_attention.py [--device cuda] [--batch 16] [--heads 12] [--dim 64]`.
+Run: `python -m bench.speed_attention [--device cuda] [--batch 16] [--heads 12] [--dim 64]`.
 
 concur pads each batch of windows only to its longest window (rounded up to 8 on CUDA), so a
 fine-tuning run meets dozens of distinct lengths, and prediction more. A backend that builds an

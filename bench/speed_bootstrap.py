@@ -1,6 +1,6 @@
 """Speed of the vectorised concurrence bootstrap: 44 benchmarks x 20 approaches, BCa.
 
-Run: `python analysis/speed_bootstrap.py [--resamples 2000] [--repeats 5]`. Prints the
+Run: `python -m bench.speed_bootstrap [--resamples 2000] [--repeats 5]`. Prints the
 median wall time per full matrix with intervals, and the machine it ran on.
 """
 

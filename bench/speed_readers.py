@@ -1,6 +1,6 @@
 """Training and inference speed of the non-pretrained readers, in questions per second.
 
-Run: `python analysis/speed_readers.py [--device cuda] [--steps 30 | --epoch-questions 87599] [--approaches bidaf,qanet]`.
+Run: `python -m bench.speed_readers [--device cuda] [--steps 30 | --epoch-questions 87599] [--approaches bidaf,qanet]`.
 Data: real SQuAD questions (the MRQA SQuAD dev file from ../shared/data or --source-dir), a
 seeded sample of `--questions` of them. Training speed counts the optimisation loop only
 (forward, backward, optimiser step; TrainReport.details["fit_seconds"]) over `--steps` steps
@@ -13,7 +13,7 @@ at its batch size instead (87599: SQuAD v1.1 train; the sample is reshuffled eac
 out) and prints the seconds that epoch took, measured rather than extrapolated from a short run.
 `--profile` runs the timed training under torch.profiler (slower: its rates are not comparable) and
 prints where the whole loop's time went, per optimiser step: the host's operators by their own
-time and, on a GPU, the kernels; set beside `speed_step.py`'s fixed batches, it shows what the loop
+time and, on a GPU, the kernels; set beside `bench.speed_step`'s fixed batches, it shows what the loop
 adds to the model's step. Prints the machine it ran on.
 """
 
@@ -45,7 +45,7 @@ PROFILE_ROWS = 25  # operators shown in each --profile table
 
 
 def add_common_options(parser: argparse.ArgumentParser) -> None:
-    """The options this script shares with speed_step.py: which readers, where, how many questions, what numerics."""
+    """The options this script shares with `bench.speed_step`: which readers, where, how many questions, what numerics."""
     parser.add_argument("--approaches", default="", help="comma-separated approach ids (default: every non-pretrained one)")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
@@ -83,7 +83,7 @@ def reader_specs(args: argparse.Namespace) -> list[ApproachSpec]:
 
 
 def row(approach: str, batch: int, train_rate: float, predict_rate: float, parameters: int) -> str:
-    """One result line, the format speed_readers_compare.py reads back."""
+    """One result line, the format `bench.speed_readers_compare` reads back."""
     return f"{approach:24s} {batch:5d} {train_rate:10.1f} {predict_rate:12.1f} {parameters:11,d}"
 
 

@@ -1,8 +1,8 @@
-"""The plain transformers `Trainer` script that `speed_training.py` sets beside concur, as one writes it from the
+"""The plain transformers `Trainer` script that `bench.speed_training` sets beside concur, as one writes it from the
 transformers docs: the QA example's windows (the tokenizer's overlapping windows) and labels, `Trainer` with the
 spec's hyperparameters and either its fast settings (dynamic padding, length-grouped batches, fused AdamW, SDPA
 attention) or the QA example's (every window padded to `max_seq_length`, random batches), and the QA example's
-answer post-processing. `trainer_parts.py` puts pieces of it into concur's run."""
+answer post-processing; `speed_training`'s `concur-trainer-decoding` decodes concur's model with the last."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import tempfile
 import time
 from typing import Any
 
-from training_runs import Config, Measured, benchmark_splits, measure_run, synchronize
+from bench.training_runs import Config, Measured, benchmark_splits, measure_run, synchronize
 
 
 def run_trainer(config: Config, pad_to_max: bool) -> Measured:
@@ -49,7 +49,7 @@ def run_trainer(config: Config, pad_to_max: bool) -> Measured:
     return measured
 
 
-def build_trainer(model: Any, tokenizer: Any, config: Config, output_dir: str, pad_to_max: bool, train_features: Any = None) -> Any:
+def build_trainer(model: Any, tokenizer: Any, config: Config, output_dir: str, pad_to_max: bool, train_features: Any) -> Any:
     """The script's `Trainer`: the spec's hyperparameters, its fast settings (or with `pad_to_max` the QA example's)."""
     from transformers import DataCollatorWithPadding, Trainer, TrainingArguments, default_data_collator
 
@@ -113,29 +113,6 @@ def labelled_windows(split: Any, tokenizer: Any, hp: dict[str, Any], padding: st
         item = {name: encoded[name][index] for name in encoded if name not in ("offset_mapping", "overflow_to_sample_mapping")}
         features.append({**item, "start_positions": start, "end_positions": end})
     return features
-
-
-def trainer_train_features(split: Any, tokenizer: Any, hp: dict[str, Any]) -> Any:
-    """The Trainer script's training windows and labels (`labelled_windows`, unpadded) as concur's `TrainFeatures`."""
-    from collections import Counter
-
-    import numpy as np
-
-    from concur.approaches.hf_span.features import IDS, TYPES, TrainFeatures, Windows
-
-    rows = labelled_windows(split, tokenizer, hp, padding=False)
-    windows = Windows()
-    for row in rows:
-        types = row.get("token_type_ids")
-        windows.add(np.asarray(row["input_ids"], dtype=IDS), None if types is None else np.asarray(types, dtype=TYPES))
-    questions = sum(1 for _, question in split.questions() if question.first_span is not None)
-    return TrainFeatures(
-        windows,
-        np.asarray([row["start_positions"] for row in rows], dtype=np.int64),
-        np.asarray([row["end_positions"] for row in rows], dtype=np.int64),
-        questions,
-        Counter(),
-    )
 
 
 def predict_with_trainer(trainer: Any, split: Any, tokenizer: Any, hp: dict[str, Any], padding: str | bool) -> dict[str, str]:

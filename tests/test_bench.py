@@ -1,4 +1,5 @@
-"""The measuring scripts of analysis/ run as their docstrings say, at toy sizes on the real shared data.
+"""The benchmark commands of bench/ (`python -m bench.NAME`) run as their docstrings say, at toy sizes on the real
+shared data.
 
 They import the library like any user code, so a change of its interfaces (a field removed
 from RunContext, say) must fail here, not on the next person who measures speed.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import json
 import re
 import subprocess
@@ -17,12 +19,29 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bench import child_environment, module_command
 from tests.conftest import REPO, SHARED_DATA, native_cpu_bf16, shared_file
+
+
+@pytest.fixture(autouse=True)
+def bench_importable(monkeypatch):
+    """Every command these tests start finds `bench` (the repository first on the import path), from any directory."""
+    monkeypatch.setenv("PYTHONPATH", child_environment()["PYTHONPATH"])
+
+
+def _bench(name: str) -> list[str]:
+    """The command line of `python -m bench.NAME`."""
+    return module_command(f"bench.{name}")
+
+
+def _module(name: str):
+    """`bench.NAME`, imported."""
+    return importlib.import_module(f"bench.{name}")
 
 
 def _script(tmp_path, name: str, *args: str) -> str:
     ran = subprocess.run(
-        [sys.executable, str(REPO / "analysis" / name), *args, "--source-dir", str(SHARED_DATA)],
+        [*_bench(name), *args, "--source-dir", str(SHARED_DATA)],
         capture_output=True, text=True, timeout=600, cwd=tmp_path,
     )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
@@ -33,7 +52,7 @@ def _script(tmp_path, name: str, *args: str) -> str:
 def test_speed_readers_reports_positive_rates(tmp_path):
     shared_file("mrqa/dev/SQuAD.jsonl.gz")
     options = ["--epoch-questions", "10", "--warmup-steps", "1", "--questions", "40", "--precision", "fp32", "--profile"]
-    out = _script(tmp_path, "speed_readers.py", "--approaches", "rasor", *options)
+    out = _script(tmp_path, "speed_readers", "--approaches", "rasor", *options)
     assert "precision fp32" in out
     (row,) = [line.split() for line in out.splitlines() if line.startswith("rasor ")]
     batch, train_rate, predict_rate = int(row[1]), float(row[2]), float(row[3])
@@ -53,7 +72,7 @@ def test_readers_check_trains_and_scores_a_reader(tmp_path):
     shared_file("babi")
     native_cpu_bf16()
     options = ["--train-questions", "100", "--test-questions", "50", "--precision", "bf16"]
-    out = _script(tmp_path, "readers_check.py", "--approaches", "tiny-rasor", *options)
+    out = _script(tmp_path, "readers_check", "--approaches", "tiny-rasor", *options)
     assert "precision bf16" in out  # trained and scored under bf16 autocast on the CPU
     (row,) = [line.split() for line in out.splitlines() if line.startswith("tiny-rasor ")]
     em, f1, params = float(row[1]), float(row[2]), int(row[3].replace(",", ""))
@@ -63,27 +82,25 @@ def test_readers_check_trains_and_scores_a_reader(tmp_path):
 
 @pytest.mark.slow
 def test_speed_training_runs_concur_and_both_trainer_settings_on_the_same_questions_then_shares_the_device(tmp_path):
-    """Each system trains one step's worth of windows; the JSON holds every run and concur's ratios. concur replaying
-    Trainer's parts and draws trains the model Trainer trains: the same EM and F1. Then two concur jobs run at once."""
+    """Each system trains one step's worth of windows; the JSON holds every run and concur's ratios. concur with
+    PyTorch's kernels (hf-span's `TrainingVariant`) trains on concur's windows. Then two concur jobs run at once."""
     pytest.importorskip("accelerate", reason="transformers' Trainer needs accelerate (pip install 'concur[test]')")
     shared_file("mrqa/dev/SQuAD.jsonl.gz")
     out_file = tmp_path / "speed.json"
-    systems = "concur,trainer-fast,trainer-pad384,concur-trainer-decoding,concur-trainer-replay"
+    systems = "concur,trainer-fast,trainer-pad384,concur-trainer-decoding,concur-stock-kernels"
     out = _script(
-        tmp_path, "speed_training.py", "--systems", systems, "--train-questions", "12", "--test-questions", "10", "--batch-size", "8",
+        tmp_path, "speed_training", "--systems", systems, "--train-questions", "12", "--test-questions", "10", "--batch-size", "8",
         "--sharing", "2", "--sharing-systems", "concur", "--out", str(out_file),
     )  # fmt: skip
     report = json.loads(out_file.read_text())
     runs = {run["system"]: run for run in report["runs"]}
-    assert sorted(runs) == ["concur", "concur-trainer-decoding", "concur-trainer-replay", "trainer-fast", "trainer-pad384"]
+    assert sorted(runs) == ["concur", "concur-stock-kernels", "concur-trainer-decoding", "trainer-fast", "trainer-pad384"]
     assert all(run["eval_questions"] == 10 and run["train_windows"] >= 12 and run["optimizer_steps"] == 2 for run in runs.values())
     assert all(0 <= run["em"] <= run["f1"] <= 100 and run["train_seconds"] > 0 and run["peak_memory_mb"] > 0 for run in runs.values())
     assert runs["concur-trainer-decoding"]["train_windows"] == runs["concur"]["train_windows"]  # concur's training, decoded otherwise
-    replay, trainer = runs["concur-trainer-replay"], runs["trainer-fast"]
-    assert (replay["train_windows"], replay["em"], replay["f1"]) == (trainer["train_windows"], trainer["em"], trainer["f1"])
-    assert trainer["f1"] > 0  # they agree on answers, not on finding none (F1 6.9 when written; concur's own 7.6)
+    assert runs["concur-stock-kernels"]["train_windows"] == runs["concur"]["train_windows"]  # concur's data, other kernels
     assert sorted(report["summary"]["ratios"]) == [
-        "concur/concur-trainer-decoding", "concur/concur-trainer-replay", "concur/trainer-fast", "concur/trainer-pad384"
+        "concur/concur-stock-kernels", "concur/concur-trainer-decoding", "concur/trainer-fast", "concur/trainer-pad384"
     ]  # fmt: skip
     assert report["config"]["hparams"]["train_batch_size"] == 8 and report["machine"]["threads"] >= 1
     assert "| concur/trainer-fast |" in out and f"written: {out_file}" in out
@@ -99,7 +116,7 @@ def test_speed_training_runs_concur_and_both_trainer_settings_on_the_same_questi
 
 def test_speed_training_gives_round_r_seed_r_and_reports_em_by_seed(monkeypatch, tmp_path, capsys):
     """--new-seed-each-round: the rounds' runs are paired by seed, and the report gives each system's EM by seed."""
-    speed_training = _load_script(monkeypatch, "speed_training")
+    speed_training = _module("speed_training")
     ran = []
 
     def run_child(system, round_, config):  # the measured run of a child, without starting one
@@ -129,7 +146,7 @@ def test_speed_compile_times_the_steady_steps_of_an_eager_run(tmp_path):
     shared_file("mrqa/dev/SQuAD.jsonl.gz")
     out_file = tmp_path / "compile.json"
     options = ["--modes", "eager", "--device", "cpu", "--threads", "2", "--train-questions", "24", "--test-questions", "10"]
-    out = _script(tmp_path, "speed_compile.py", *options, "--batch-size", "4", "--out", str(out_file))
+    out = _script(tmp_path, "speed_compile", *options, "--batch-size", "4", "--out", str(out_file))
     (run,) = json.loads(out_file.read_text())["runs"]
     assert run["mode"] == "eager" and run["optimizer_steps"] >= 6 and 0 <= run["em"] <= 100
     assert 0 < run["first_logged_step_seconds"] < run["total_seconds"] and 0 < run["fit_seconds"] < run["total_seconds"]
@@ -138,7 +155,7 @@ def test_speed_compile_times_the_steady_steps_of_an_eager_run(tmp_path):
 
 
 def test_the_steady_rate_counts_the_steps_after_the_first_quarter(monkeypatch):
-    speed_training = _load_script(monkeypatch, "speed_training")
+    speed_training = _module("speed_training")
     log = [(0.0, "step 1/8  loss 5.0"), (1.0, "step 2/8  loss 4.0"), (2.0, "a line without a step"), (3.0, "step 4/8  loss 3.5"),
            (7.0, "step 8/8  loss 3.0")]  # fmt: skip
     assert speed_training.steady_rate(log, 16) == (8 - 2) * 16 / (7.0 - 1.0)
@@ -149,9 +166,9 @@ def test_the_steady_rate_counts_the_steps_after_the_first_quarter(monkeypatch):
 
 
 def _refused(tmp_path, script: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """An analysis script run with a bad option: it stops before any work, without a traceback or an output file."""
+    """A benchmark command run with a bad option: it stops before any work, without a traceback or an output file."""
     out = tmp_path / "out.json"
-    command = [sys.executable, str(REPO / "analysis" / script), *args, "--out", str(out)]
+    command = [*_bench(script), *args, "--out", str(out)]
     ran = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert "Traceback" not in ran.stderr and not out.exists()
     return ran
@@ -160,7 +177,7 @@ def _refused(tmp_path, script: str, *args: str) -> subprocess.CompletedProcess[s
 def test_speed_model_load_times_a_forked_jobs_first_load_and_the_later_ones(tmp_path, tiny_model_dir):
     from transformers import BertForQuestionAnswering
 
-    command = [sys.executable, str(REPO / "analysis" / "speed_model_load.py"), "--model-path", str(tiny_model_dir), "--loads", "3"]
+    command = [*_bench("speed_model_load"), "--model-path", str(tiny_model_dir), "--loads", "3"]
     ran = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
     parameters = sum(parameter.numel() for parameter in BertForQuestionAnswering.from_pretrained(tiny_model_dir).parameters())
@@ -174,23 +191,23 @@ def test_speed_model_load_times_a_forked_jobs_first_load_and_the_later_ones(tmp_
     assert unknown.returncode != 0 and unknown.stderr.strip() == "unknown approach 'minilm-l7'; did you mean 'minilm-l6'?"
     (tmp_path / "corrupt").mkdir()
     (tmp_path / "corrupt" / "config.json").write_text("{not json")
-    corrupt_command = [*command[:2], "--model-path", str(tmp_path / "corrupt")]
+    corrupt_command = [*command[:3], "--model-path", str(tmp_path / "corrupt")]
     corrupt = subprocess.run(corrupt_command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert corrupt.returncode != 0 and "Traceback" not in corrupt.stderr and len(corrupt.stderr.strip().splitlines()) == 1
     assert corrupt.stderr.startswith(f"approach 'minilm-l6': --model-path {tmp_path / 'corrupt'} holds no usable config.json")
 
 
 def test_speed_compile_names_an_unknown_mode_before_any_work(tmp_path):
-    ran = _refused(tmp_path, "speed_compile.py", "--modes", "eager,jit")
+    ran = _refused(tmp_path, "speed_compile", "--modes", "eager,jit")
     assert ran.returncode == 1 and ran.stderr.strip() == "--modes: unknown jit; choose from eager, compiled"
-    ran = _refused(tmp_path, "speed_compile.py", "--modes", " , ")
+    ran = _refused(tmp_path, "speed_compile", "--modes", " , ")
     assert ran.returncode == 1 and ran.stderr.strip() == "--modes: give at least one of eager, compiled"
 
 
 @pytest.mark.slow
 def test_speed_predict_batches_times_both_batchings_on_one_trained_reader(tmp_path):
     shared_file("babi")
-    out = _script(tmp_path, "speed_predict_batches.py", "--approaches", "rasor", "--benches", "babi-1",
+    out = _script(tmp_path, "speed_predict_batches", "--approaches", "rasor", "--benches", "babi-1",
                   "--train-questions", "20", "--test-questions", "20", "--rounds", "1")  # fmt: skip
     (row,) = [line for line in out.splitlines() if line.startswith("rasor ")]
     words = row.split()
@@ -200,7 +217,7 @@ def test_speed_predict_batches_times_both_batchings_on_one_trained_reader(tmp_pa
 
 def test_speed_features_windows_the_carved_squad_sides_and_reads_them_back(tmp_path):
     shared_file("mrqa/dev/SQuAD.jsonl.gz")
-    out = _script(tmp_path, "speed_features.py")
+    out = _script(tmp_path, "speed_features")
     rows = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.startswith(("train ", "test "))}
     # the carved sides of squad-dev-carved, and their windows of 384 tokens moving 128 (BERT's geometry)
     assert [rows["train"][:2], rows["test"][:2]] == [["8,414", "8,650"], ["2,093", "2,119"]]
@@ -210,7 +227,7 @@ def test_speed_features_windows_the_carved_squad_sides_and_reads_them_back(tmp_p
 def test_speed_attention_times_every_backend_setting_the_device_has(tmp_path):
     """On the CPU only the default and no-cuDNN settings can serve a masked SDPA; the GPU-only ones say so."""
     ran = subprocess.run(
-        [sys.executable, str(REPO / "analysis" / "speed_attention.py"), "--device", "cpu", "--batch", "2", "--heads", "2",
+        [*_bench("speed_attention"), "--device", "cpu", "--batch", "2", "--heads", "2",
          "--shortest", "16", "--longest", "32"],
         capture_output=True, text=True, timeout=300, cwd=tmp_path,
     )  # fmt: skip
@@ -224,7 +241,7 @@ def test_speed_attention_times_every_backend_setting_the_device_has(tmp_path):
 
 def _gru_layer(tmp_path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, str(REPO / "analysis" / "speed_gru_layer.py"), *args, "--inputs", "5,3", "--batch", "3",
+        [*_bench("speed_gru_layer"), *args, "--inputs", "5,3", "--batch", "3",
          "--length", "6", "--hidden", "4", "--rounds", "2", "--threads", "1"],
         capture_output=True, text=True, timeout=300, cwd=tmp_path,
     )  # fmt: skip
@@ -243,30 +260,18 @@ def test_speed_gru_layer_times_two_revisions_of_the_layer_and_checks_their_gradi
 def test_speed_gru_layer_names_a_revision_without_the_layer_in_one_line(tmp_path):
     ran = _gru_layer(tmp_path, "--revisions", "no-such-revision,HEAD")
     assert ran.returncode == 1
-    assert ran.stderr.startswith("speed_gru_layer.py: revision 'no-such-revision' has no concur/approaches/reader/gru.py (git: ")
+    assert ran.stderr.startswith("bench.speed_gru_layer: revision 'no-such-revision' has no concur/approaches/reader/gru.py (git: ")
     assert len(ran.stderr.strip().splitlines()) == 1
     bad_widths = subprocess.run(
-        [sys.executable, str(REPO / "analysis" / "speed_gru_layer.py"), "--revisions", "HEAD,.", "--inputs", "484,x"],
+        [*_bench("speed_gru_layer"), "--revisions", "HEAD,.", "--inputs", "484,x"],
         capture_output=True, text=True, timeout=300, cwd=tmp_path,
     )  # fmt: skip
     assert bad_widths.returncode == 2 and "Traceback" not in bad_widths.stderr
     assert bad_widths.stderr.strip().endswith("expected positive input widths, comma-separated, e.g. 484,200; got '484,x'")
 
 
-def _load_script(monkeypatch, name: str):
-    """An analysis script imported as a module (its dataclasses look their module up in sys.modules)."""
-    import importlib.util
-
-    monkeypatch.syspath_prepend(str(REPO / "analysis"))
-    spec = importlib.util.spec_from_file_location(name, REPO / "analysis" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, name, module)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_speed_readers_compare_reads_variants_rows_and_summarises_medians_and_ratios(monkeypatch):
-    compare = _load_script(monkeypatch, "speed_readers_compare")
+    compare = _module("speed_readers_compare")
     variants = compare.parse_variants("76871c9:fp32, HEAD:bf16,.:auto")
     assert [(v.revision, v.precision) for v in variants] == [("76871c9", "fp32"), ("HEAD", "bf16"), (".", "auto")]
     orders = [[v.revision for v in compare.round_order(variants, round_)] for round_ in (1, 2, 3, 4)]
@@ -314,7 +319,7 @@ def test_speed_readers_compare_measures_a_revision_and_this_tree_and_removes_its
     before = subprocess.run(["git", "-C", str(REPO), "worktree", "list"], capture_output=True, text=True).stdout
     out_file = tmp_path / "compare.json"
     toy = ["--steps", "2", "--warmup-steps", "0", "--questions", "40"]
-    out = _script(tmp_path, "speed_readers_compare.py", "--variants", "HEAD:fp32,.:fp32", "--approaches", "rasor", "--rounds", "1",
+    out = _script(tmp_path, "speed_readers_compare", "--variants", "HEAD:fp32,.:fp32", "--approaches", "rasor", "--rounds", "1",
                   "--out", str(out_file), *toy)  # fmt: skip
     report = json.loads(out_file.read_text())
     assert [(run["variant"], run["round"]) for run in report["runs"]] == [("HEAD:fp32", 1), (".:fp32", 1)]
@@ -326,7 +331,7 @@ def test_speed_readers_compare_measures_a_revision_and_this_tree_and_removes_its
 
 
 def test_speed_step_picks_windows_of_neighbouring_lengths_at_even_quantiles(monkeypatch):
-    step = _load_script(monkeypatch, "speed_step")
+    step = _module("speed_step")
     lengths = np.array([5, 1, 4, 2, 3, 9, 8, 7, 6, 0])  # length order: examples 9, 1, 3, 4, 2, 0, 8, 7, 6, 5
     windows = step.fixed_batch_indices(lengths, batch_size=2, batches=3)  # centres at ranks 1, 5 and 8
     assert [w.tolist() for w in windows] == [[9, 1], [2, 0], [7, 6]]
@@ -338,13 +343,13 @@ def test_speed_step_picks_windows_of_neighbouring_lengths_at_even_quantiles(monk
 def test_speed_step_times_a_reader_on_fixed_batches_and_the_comparison_runs_it(tmp_path):
     shared_file("mrqa/dev/SQuAD.jsonl.gz")
     toy = ["--approaches", "rasor", "--questions", "40", "--batches", "2", "--steps", "1", "--warmup-steps", "0", "--precision", "fp32"]
-    out = _script(tmp_path, "speed_step.py", *toy)
+    out = _script(tmp_path, "speed_step", *toy)
     (row,) = [line.split() for line in out.splitlines() if line.startswith("rasor ")]
     assert int(row[1]) == 4 and float(row[2]) > 0 and float(row[3]) > 0
     batches = [line for line in out.splitlines() if line.startswith("  rasor batch 4x")]
     assert len(batches) == 2 and all(" ms, prediction " in line for line in batches)
     out_file = tmp_path / "compare.json"
-    _script(tmp_path, "speed_readers_compare.py", "--variants", ".:fp32", "--rounds", "1", "--fixed-batches", "--out", str(out_file),
+    _script(tmp_path, "speed_readers_compare", "--variants", ".:fp32", "--rounds", "1", "--fixed-batches", "--out", str(out_file),
             *toy[:-2])  # fmt: skip
     report = json.loads(out_file.read_text())
     assert report["fixed_batches"] is True and len(report["runs"]) == 1 and report["runs"][0]["train_rate"] > 0
@@ -353,10 +358,10 @@ def test_speed_step_times_a_reader_on_fixed_batches_and_the_comparison_runs_it(t
 @pytest.mark.parametrize(
     ("option", "systems", "error", "choices"),
     [
-        ("--systems", "concur,concur-trainer-ordr",
-         "unknown system 'concur-trainer-ordr' (did you mean 'concur-trainer-order'?) in --systems; choose from ",
-         "concur-padding-in-loss, concur-as-trainer, concur-trainer-replay"),
-        ("--systems", " , ", "--systems names no system; choose from ", "concur-as-trainer, concur-trainer-replay"),
+        ("--systems", "concur,concur-trainer-decodng",
+         "unknown system 'concur-trainer-decodng' (did you mean 'concur-trainer-decoding'?) in --systems; choose from ",
+         "concur-stock-kernels, concur-cuda-graphs, concur-trainer-decoding"),
+        ("--systems", " , ", "--systems names no system; choose from ", "concur-cuda-graphs, concur-trainer-decoding"),
         ("--sharing-systems", "concur-cuda-graph",
          "unknown system 'concur-cuda-graph' (did you mean 'concur-cuda-graphs'?) in --sharing-systems; choose from ",
          "choose from concur, concur-cuda-graphs"),
@@ -364,7 +369,7 @@ def test_speed_step_times_a_reader_on_fixed_batches_and_the_comparison_runs_it(t
 )  # fmt: skip
 def test_speed_training_names_a_wrong_or_empty_system_list_in_one_line_before_any_work(tmp_path, option, systems, error, choices):
     ran = subprocess.run(
-        [sys.executable, str(REPO / "analysis" / "speed_training.py"), option, systems, "--out", str(tmp_path / "out.json")],
+        [*_bench("speed_training"), option, systems, "--out", str(tmp_path / "out.json")],
         capture_output=True, text=True, timeout=120, cwd=tmp_path,
     )  # fmt: skip
     assert ran.returncode == 1 and ran.stdout == "" and "Traceback" not in ran.stderr
@@ -373,10 +378,10 @@ def test_speed_training_names_a_wrong_or_empty_system_list_in_one_line_before_an
     assert not (tmp_path / "out.json").exists()
 
 
-@pytest.mark.parametrize("script", ["speed_step.py", "speed_readers.py", "speed_predict_batches.py"])
+@pytest.mark.parametrize("script", ["speed_step", "speed_readers", "speed_predict_batches"])
 def test_speed_scripts_name_an_unknown_reader_in_one_line_before_any_work(tmp_path, script):
     ran = subprocess.run(
-        [sys.executable, str(REPO / "analysis" / script), "--approaches", "bidaff", "--source-dir", str(tmp_path / "nothing")],
+        [*_bench(script), "--approaches", "bidaff", "--source-dir", str(tmp_path / "nothing")],
         capture_output=True, text=True, timeout=120, cwd=tmp_path,
     )  # fmt: skip
     assert ran.returncode == 1 and "Traceback" not in ran.stderr and ran.stdout == ""
@@ -386,7 +391,7 @@ def test_speed_scripts_name_an_unknown_reader_in_one_line_before_any_work(tmp_pa
 def test_random_bert_base_has_bert_base_sizes_and_the_given_tokenizer(tmp_path, monkeypatch):
     from transformers import AutoConfig, AutoTokenizer
 
-    speed_training = _load_script(monkeypatch, "speed_training")
+    speed_training = _module("speed_training")
     weights = speed_training._shipped_weights()
     directory = speed_training._random_bert_base(weights, tmp_path / "bert", seed=0)
     config = AutoConfig.from_pretrained(directory)
@@ -395,50 +400,13 @@ def test_random_bert_base_has_bert_base_sizes_and_the_given_tokenizer(tmp_path, 
     assert AutoTokenizer.from_pretrained(directory).get_vocab() == AutoTokenizer.from_pretrained(weights).get_vocab()
 
 
-def test_trainer_order_batches_keep_the_pools_in_turn_longest_first_with_the_longest_window_at_the_front(monkeypatch):
-    trainer_parts = _load_script(monkeypatch, "trainer_parts")
-
-    class Unshuffled:  # the permutation is the identity, so the pools are windows 0-3, 4-7, 8-11, 12-15
-        def permutation(self, n):
-            return np.arange(n)
-
-    lengths = np.array([3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3])
-    batches = trainer_parts.trainer_order_batches(lengths, 2, Unshuffled())  # 16 // (2 * 4) = 2 batches a pool
-    # pools sorted longest first (ties in order): [2, 0, 1, 3], [5, 7, 4, 6], [11, 8, 10, 9], [12, 14, 13, 15];
-    # window 5 (length 9, the first of the longest) swaps places with window 2 at the front
-    assert [batch.tolist() for batch in batches] == [[5, 0], [1, 3], [2, 7], [4, 6], [11, 8], [10, 9], [12, 14], [13, 15]]
-
-
-def test_concur_as_trainer_takes_every_part_the_single_ablations_take_and_installs_each(monkeypatch):
-    """Only the random draws are left to separate `concur-as-trainer` from `trainer-fast`: it takes the union of the
-    single ablations' parts, and each part replaces the concur function that does it otherwise."""
-    from concur.approaches import training
-    from concur.approaches.hf_span import approach, loading, loss
-
-    speed_training, trainer_parts = _load_script(monkeypatch, "speed_training"), _load_script(monkeypatch, "trainer_parts")
-    parts = trainer_parts.TRAINERS_PARTS
-    singles = ("concur-stock-kernels", "concur-trainer-order", "concur-trainer-data", "concur-padding-in-loss")
-    assert set(parts["concur-as-trainer"]) == {part for name in singles for part in parts[name]}
-    assert set(parts) <= set(speed_training.ABLATIONS)
-    for module, name in [(loading, "register_attention"), (loading, "use_fast_dropout"), (training, "length_grouped_batches"),
-                         (loss, "span_loss"), (approach, "train_features")]:  # fmt: skip
-        monkeypatch.setattr(module, name, getattr(module, name))  # restored after the test
-    ours = (loading.register_attention, loading.use_fast_dropout, loss.span_loss, approach.train_features)
-    trainer_parts.take_trainers_parts(("order",), {}, seed=0)
-    assert training.length_grouped_batches is trainer_parts.trainer_order_batches
-    assert (loading.register_attention, loading.use_fast_dropout, loss.span_loss, approach.train_features) == ours
-    trainer_parts.take_trainers_parts(parts["concur-as-trainer"], {}, seed=0)
-    assert loading.register_attention() == "sdpa" and loading.use_fast_dropout(object()) == 0
-    assert loss.span_loss is trainer_parts.span_loss_over_padding and approach.train_features is not ours[3]
-
-
 def test_trainer_style_answers_pick_the_best_valid_span_over_a_questions_windows(monkeypatch):
     """The highest start lies in the question and the highest pair is too long; the best valid span wins, across windows."""
     from transformers import AutoTokenizer
 
     from concur.data.model import Passage, Question
 
-    speed_training, trainer_script = _load_script(monkeypatch, "speed_training"), _load_script(monkeypatch, "trainer_script")
+    speed_training, trainer_script = _module("speed_training"), _module("trainer_script")
     tokenizer = AutoTokenizer.from_pretrained(speed_training._shipped_weights())
     context = "the red fox jumps over the lazy dog near the old mill"
     question = Question(qid="q1", question="who jumps?", answers=["the red fox"], detected_answers=[])
@@ -462,66 +430,12 @@ def test_trainer_style_answers_pick_the_best_valid_span_over_a_questions_windows
     assert trainer_script.trainer_style_answers(pairs, encoded, starts, ends, hp) == {"q1": context[window_1_start[0] : window_1_start[1]]}
 
 
-def test_span_loss_over_padding_is_the_span_heads_own_loss_and_concurs_without_padding(monkeypatch, tiny_model_dir):
-    """`concur-padding-in-loss` computes the loss as transformers' span head does; concur's own differs only where a
-    window is padded."""
-    import torch
-    from transformers import BertForQuestionAnswering
-
-    from concur.approaches.hf_span.loss import span_loss
-
-    trainer_parts = _load_script(monkeypatch, "trainer_parts")
-    model = BertForQuestionAnswering.from_pretrained(tiny_model_dir).eval()
-    input_ids = torch.tensor([[101, 2054, 102, 1996, 2417, 4419, 102, 0, 0, 0], [101, 2040, 102, 1996, 2214, 4419, 2003, 2417, 2058, 102]])
-    mask = (input_ids != 0).long()
-    starts, ends = torch.tensor([3, 4]), torch.tensor([5, 8])
-    with torch.no_grad():
-        out = model(input_ids=input_ids, attention_mask=mask, start_positions=starts, end_positions=ends)
-        over_padding = trainer_parts.span_loss_over_padding(out.start_logits, out.end_logits, mask, starts, ends)
-        assert over_padding.item() == pytest.approx(out.loss.item(), abs=1e-6)
-        assert span_loss(out.start_logits, out.end_logits, mask, starts, ends).item() != pytest.approx(out.loss.item(), abs=1e-4)
-        full = slice(1, 2)  # the unpadded window alone: the two losses agree
-        args = (out.start_logits[full], out.end_logits[full], mask[full], starts[full], ends[full])
-        assert span_loss(*args).item() == pytest.approx(trainer_parts.span_loss_over_padding(*args).item(), abs=1e-6)
-
-
-def test_trainer_train_features_give_concur_the_trainer_scripts_windows_and_labels(monkeypatch):
-    """`concur-trainer-data` trains on what the Trainer script trains on: its overlapping windows, its labels, and no
-    question without an answer span."""
-    from transformers import AutoTokenizer
-
-    from concur.data.model import DetectedAnswer, Passage, Question, Split
-
-    speed_training, trainer_script = _load_script(monkeypatch, "speed_training"), _load_script(monkeypatch, "trainer_script")
-    tokenizer = AutoTokenizer.from_pretrained(speed_training._shipped_weights())
-    context = "the red fox jumps over the lazy dog near the old mill"
-    fox = Question(qid="q1", question="who jumps?", answers=["the red fox"], detected_answers=[DetectedAnswer("the red fox", ((0, 10),))])
-    mill = Question(qid="q2", question=" what is old?", answers=["mill"], detected_answers=[DetectedAnswer("mill", ((49, 52),))])
-    unanswerable = Question(qid="q3", question="why?", answers=["because"], detected_answers=[])
-    split = Split("toy", "train", [Passage(context=context, qas=[fox, mill, unanswerable])])
-    hp = {"max_seq_length": 16, "doc_stride": 4}
-    features = trainer_script.trainer_train_features(split, tokenizer, hp)
-    rows = trainer_script.labelled_windows(split, tokenizer, hp, padding=False)
-    assert features.n_questions == 2 and len(features.windows) == len(rows) > 2  # 12 context tokens in windows of 11 or 12
-    for index, row in enumerate(rows):
-        assert features.windows.input_ids[index].tolist() == row["input_ids"]
-        assert features.windows.token_type_ids[index].tolist() == row["token_type_ids"]
-    assert features.start_positions.tolist() == [row["start_positions"] for row in rows]
-    assert features.end_positions.tolist() == [row["end_positions"] for row in rows]
-    # the fox's first window holds its answer: [CLS] who jumps ? [SEP] the red fox ...: tokens 5 to 7
-    assert (features.start_positions[0], features.end_positions[0]) == (5, 7)
-    mill_tokens = tokenizer.convert_ids_to_tokens(
-        features.windows.input_ids[-1][features.start_positions[-1] : features.end_positions[-1] + 1]
-    )
-    assert mill_tokens == ["mill"]  # the last window of the second question ends with the mill
-
-
 @pytest.mark.slow
 def test_trainer_style_decoding_finds_concurs_answers_where_each_question_has_one_window(monkeypatch, tmp_path):
     """Same model, same logits up to float noise: where a question's passage fits in one window the two decoders agree
     (concur's max-context rule and its stride only matter across windows), so the ablation measures decoding alone."""
     shared_file("mrqa/dev/SQuAD.jsonl.gz")
-    speed_training, trainer_script = _load_script(monkeypatch, "speed_training"), _load_script(monkeypatch, "trainer_script")
+    speed_training, trainer_script = _module("speed_training"), _module("trainer_script")
     from concur.registry.registry import default_registry
 
     hparams = {**default_registry().approach("minilm-l6").hparams, "train_batch_size": 8, "epochs": 1.0}
@@ -543,7 +457,7 @@ def test_speed_training_starts_concurs_clock_after_the_imports_a_forked_worker_f
     """transformers' modeling_utils, which the zygote imports for hf-span workers, is imported before the clock;
     the model family's own module, which from_pretrained imports for either system, is not."""
     probe = (
-        "import sys; sys.path.insert(0, 'analysis'); import speed_training; speed_training.import_before_the_clock(); "
+        "import sys; from bench import speed_training; speed_training.import_before_the_clock(); "
         "print('transformers.modeling_utils' in sys.modules, 'transformers.models.bert.modeling_bert' in sys.modules)"
     )
     ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, timeout=300)
@@ -552,7 +466,7 @@ def test_speed_training_starts_concurs_clock_after_the_imports_a_forked_worker_f
 
 
 def test_speed_training_setup_is_the_whole_run_less_training_and_prediction(monkeypatch):
-    speed_training = _load_script(monkeypatch, "speed_training")
+    speed_training = _module("speed_training")
     run = speed_training.Measured("concur", 0, 160, 10, 4.0, 100, 0.5, 6.0, 1000.0, 50.0, 60.0)
     assert run.setup_seconds == 1.5
     summary = speed_training._summary([run, dataclasses.replace(run, round=1, total_seconds=7.0)], ["concur"])
@@ -564,7 +478,7 @@ def test_speed_training_setup_is_the_whole_run_less_training_and_prediction(monk
 
 def test_speed_training_divides_concur_by_each_system_within_each_round_too(monkeypatch):
     """The machine slows by half in round 1: the ratio of medians (2.14x) mixes that in, the per-round ratios do not."""
-    speed_training = _load_script(monkeypatch, "speed_training")
+    speed_training = _module("speed_training")
     run = speed_training.Measured("concur", 0, 160, 10, 4.0, 100, 0.5, 6.0, 1000.0, 50.0, 60.0)  # 40 windows/s, 200 q/s
     runs = [
         run,
@@ -585,7 +499,7 @@ def test_speed_training_divides_concur_by_each_system_within_each_round_too(monk
 
 def test_speed_training_pairs_em_by_seed_when_each_round_has_its_own(monkeypatch):
     """Seeds 0 and 1: concur 50 and 54 EM, Trainer 51 and 52; parity is judged seed by seed."""
-    speed_training = _load_script(monkeypatch, "speed_training")
+    speed_training = _module("speed_training")
     run = speed_training.Measured("concur", 0, 160, 10, 4.0, 100, 0.5, 6.0, 1000.0, 50.0, 60.0)
     runs = [
         run,
@@ -608,19 +522,19 @@ def test_speed_training_pairs_em_by_seed_when_each_round_has_its_own(monkeypatch
 
 
 def test_speed_training_names_a_bad_sharing_list_before_any_work(tmp_path):
-    ran = _refused(tmp_path, "speed_training.py", "--sharing", "2,x")
+    ran = _refused(tmp_path, "speed_training", "--sharing", "2,x")
     assert ran.returncode == 2
     assert "argument --sharing: expected comma-separated job counts of at least 2, e.g. 2,4; got '2,x'" in ran.stderr
 
 
 @pytest.mark.parametrize("option", ["--systems", "--sharing-systems"])
 def test_speed_training_refuses_cuda_graphs_off_cuda_before_any_work(tmp_path, option):
-    ran = _refused(tmp_path, "speed_training.py", option, "concur,concur-cuda-graphs", "--device", "cpu")
+    ran = _refused(tmp_path, "speed_training", option, "concur,concur-cuda-graphs", "--device", "cpu")
     assert ran.returncode == 1 and ran.stderr.strip() == "concur-cuda-graphs records CUDA graphs: it needs --device cuda, not cpu"
 
 
 def test_speed_study_moves_every_seed_up_by_one_and_names_the_study_apart(monkeypatch):
-    next_seeds = _load_script(monkeypatch, "speed_study").next_seeds
+    next_seeds = _module("speed_study").next_seeds
     text = 'name = "grid"\ndescription = "seeds = [9]"\nseeds = [0, 2]\n[budget]\nseed = 0\n'
     assert next_seeds(text, Path("grid.toml")) == 'name = "grid-next"\ndescription = "seeds = [9]"\nseeds = [1, 3]\n[budget]\nseed = 0\n'
     with pytest.raises(SystemExit, match=r"grid.toml: needs a `seeds = \[...\]` line"):
@@ -630,7 +544,7 @@ def test_speed_study_moves_every_seed_up_by_one_and_names_the_study_apart(monkey
 def _speed_study(tmp_path, study: Path, out: Path, registry: Path, *options: str) -> str:
     """speed_study.py's output on `study` with the tiny registry and its data, one thread; it must succeed."""
     ran = subprocess.run(
-        [sys.executable, str(REPO / "analysis" / "speed_study.py"), str(study), "--out-dir", str(out), "--registry", str(registry),
+        [*_bench("speed_study"), str(study), "--out-dir", str(out), "--registry", str(registry),
          "--source-dir", str(tmp_path / "data-root"), "--threads", "1", *options],
         capture_output=True, text=True, timeout=600, cwd=tmp_path,
     )  # fmt: skip
@@ -653,13 +567,13 @@ def test_speed_study_times_a_study_then_plans_and_times_its_next_seeds(tmp_path,
     assert result["plan_over_actual"] == pytest.approx(result["plan_estimate_seconds"] / second["wall_seconds"])
     assert "seeds = [1, 3]" in (out / "one-next.toml").read_text()
     assert "started tiny-reader on tiny-babi (hparams 0, seed 1) on CPU" in (out / "second.log").read_text()
-    again = subprocess.run([sys.executable, str(REPO / "analysis" / "speed_study.py"), str(study), "--out-dir", str(out)],
+    again = subprocess.run([*_bench("speed_study"), str(study), "--out-dir", str(out)],
                            capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
     assert again.returncode == 1 and "exists: the first run must measure every job, so give a new --out-dir" in again.stderr
 
 
 def test_speed_study_pilots_a_study_at_a_smaller_budget_in_place_of_the_studys_own_budget(monkeypatch):
-    speed_study = _load_script(monkeypatch, "speed_study")
+    speed_study = _module("speed_study")
     pilot_budget, questions_pair = speed_study.pilot_budget, speed_study.questions_pair
     text = 'name = "grid"\nseeds = [0]\n[budget] # small\ntrain_questions = 300\nseed = 0\ntest_questions = 200\n[hparams]\ncount = 1\n'
     assert pilot_budget(text, Path("grid.toml"), 50, 40) == (
@@ -699,7 +613,7 @@ def test_speed_study_plans_a_study_from_its_pilots_jobs_and_compares_each_approa
 def test_speed_study_names_a_bad_study_in_concurs_one_line_before_any_job(tmp_path):
     study = tmp_path / "bad.toml"
     study.write_text('name = "bad"\nseeds = [0]\napproaches = ["bidaff"]\nbenches = ["babi-1"]\n')
-    ran = subprocess.run([sys.executable, str(REPO / "analysis" / "speed_study.py"), str(study), "--out-dir", str(tmp_path / "out")],
+    ran = subprocess.run([*_bench("speed_study"), str(study), "--out-dir", str(tmp_path / "out")],
                          capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
     assert ran.returncode == 1 and "Traceback" not in ran.stderr
     assert ran.stderr.strip() == (
@@ -717,7 +631,7 @@ def _job_row(approach: str, benchmark: str, *, device: float, wall: float, fit: 
 
 
 def test_plan_holdout_estimates_each_cell_from_the_others_both_ways(monkeypatch):
-    holdout = _load_script(monkeypatch, "plan_holdout")
+    holdout = _module("plan_holdout")
     # a: 2 devices, 0.2 s per example on b, 0.8 on long; r: 1 device, 0.1 and 0.4 (the same 4x); fixed 20 and 60 s
     rows = [
         _job_row("a", "b", device=100.0, wall=50.0, fit=30.0), _job_row("a", "long", device=280.0, wall=140.0, fit=120.0),
@@ -741,9 +655,8 @@ def test_plan_holdout_estimates_each_cell_from_the_others_both_ways(monkeypatch)
 def test_speed_step_times_an_hf_span_approach_on_fixed_batches_of_windows(monkeypatch, tiny_registry):
     """The same fixed-batch step for hf-span: its loop's `fit` is caught where hf-span's approach module finds it."""
     shared_file("mrqa/dev/SQuAD.jsonl.gz")
-    step = _load_script(monkeypatch, "speed_step")
-    from speed_readers import squad_sample
-
+    step = _module("speed_step")
+    from bench.speed_readers import squad_sample
     from concur.registry import default_registry
 
     args = argparse.Namespace(device="cpu", precision="fp32", threads=1, questions=30, source_dir=[str(SHARED_DATA)],
@@ -760,22 +673,22 @@ def test_speed_step_times_an_hf_span_approach_on_fixed_batches_of_windows(monkey
 
 
 def _gpu_script(tmp_path, parts: str, seeds: str = "") -> subprocess.CompletedProcess[str]:
-    """analysis/speed_gpu.sh with `python3` and `nvidia-smi` stood in for by scripts that log their arguments."""
+    """bench/speed_gpu.sh with `python3` and `nvidia-smi` stood in for by scripts that log their arguments."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for tool in ("python3", "nvidia-smi"):
         (bin_dir / tool).write_text(f'#!/bin/sh\necho "{tool} $*" >> "{tmp_path}/calls.log"\n')
         (bin_dir / tool).chmod(0o755)
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "PARTS": parts, **({"SEEDS": seeds} if seeds else {})}
-    command = ["bash", str(REPO / "analysis" / "speed_gpu.sh"), "DATA", "MINILM", str(tmp_path / "out")]
+    command = ["bash", str(REPO / "bench" / "speed_gpu.sh"), "DATA", "MINILM", str(tmp_path / "out")]
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
 
 
 def test_speed_gpu_runs_the_parts_asked_for_in_their_order(tmp_path):
     ran = _gpu_script(tmp_path, "parity epochs", seeds="1 2")
     assert ran.returncode == 0, ran.stderr
-    calls = [line.split()[1] for line in (tmp_path / "calls.log").read_text().splitlines() if line.startswith("python3")]
-    assert calls == [str(REPO / "analysis" / name) for name in ("speed_training.py", "speed_training.py", "speed_readers.py")]
+    calls = [line.split()[1:3] for line in (tmp_path / "calls.log").read_text().splitlines() if line.startswith("python3")]
+    assert calls == [["-m", f"bench.{name}"] for name in ("speed_training", "speed_training", "speed_readers")]
     seeds = re.findall(r"--seed (\d+) --out \S+/parity-minilm-seed(\d+)\.json", (tmp_path / "calls.log").read_text())
     assert seeds == [("1", "1"), ("2", "2")]
     assert ran.stdout.splitlines()[0] == "== parity" and "== epochs" in ran.stdout
@@ -793,8 +706,8 @@ def test_speed_gpu_names_an_unknown_part_before_any_work(tmp_path):
 def _speed_training_json(
     path: Path, ems: dict[tuple[str, int], tuple[float, float]], test_questions: int = 2093, benchmark: str | None = None
 ) -> Path:
-    """A speed_training.py result holding only what seed_parity.py reads: its config and each run's system, seed, EM, F1
-    (without a benchmark, as results written before speed_training.py recorded one)."""
+    """A bench.speed_training result holding only what bench.seed_parity reads: its config and each run's system, seed, EM, F1
+    (without a benchmark, as results written before bench.speed_training recorded one)."""
     config = {"train_questions": 8414, "test_questions": test_questions, "hparams": {"epochs": 1.0}, "precision": "bf16", "device": "cpu"}
     if benchmark is not None:
         config["benchmark"] = benchmark
@@ -813,7 +726,7 @@ def test_seed_parity_pools_the_seeds_of_two_runs_and_pairs_each_difference_with_
     second = _speed_training_json(tmp_path / "seed2.json", {("concur", 2): (55.0, 64.0), ("trainer-fast", 2): (53.0, 64.0)})
     out = tmp_path / "parity" / "summary.json"
     ran = subprocess.run(
-        [sys.executable, str(REPO / "analysis" / "seed_parity.py"), str(first), str(second), "--out", str(out)],
+        [*_bench("seed_parity"), str(first), str(second), "--out", str(out)],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
@@ -833,37 +746,37 @@ def test_seed_parity_pools_the_seeds_of_two_runs_and_pairs_each_difference_with_
 def test_seed_parity_refuses_to_pool_runs_of_different_settings_and_names_a_missing_system(tmp_path):
     first = _speed_training_json(tmp_path / "a.json", {("concur", 0): (50.0, 60.0), ("trainer-fast", 0): (51.0, 61.0)})
     other = _speed_training_json(tmp_path / "b.json", {("concur", 1): (52.0, 62.0)}, test_questions=500)
-    script = str(REPO / "analysis" / "seed_parity.py")
+    script = _bench("seed_parity")
     out = tmp_path / "out.json"
-    ran = subprocess.run([sys.executable, script, str(first), str(other), "--out", str(out)], capture_output=True, text=True)
+    ran = subprocess.run([*script, str(first), str(other), "--out", str(out)], capture_output=True, text=True)
     assert ran.returncode == 1 and "Traceback" not in ran.stderr and not out.exists()
     assert ran.stderr.strip() == (
         f"{other}: its runs differ from {first}'s in test_questions (500 against 2093); pool only runs of one setting"
     )
-    ran = subprocess.run([sys.executable, script, str(first), "--against", "trainer-fats"], capture_output=True, text=True)
+    ran = subprocess.run([*script, str(first), "--against", "trainer-fats"], capture_output=True, text=True)
     assert ran.returncode == 1
     assert ran.stderr.strip() == "no runs of 'trainer-fats' (did you mean 'trainer-fast'?); the runs hold concur, trainer-fast"
     (tmp_path / "broken.json").write_text("{")
-    ran = subprocess.run([sys.executable, script, str(tmp_path / "broken.json")], capture_output=True, text=True)
-    assert ran.returncode == 1 and ran.stderr.startswith(f"{tmp_path / 'broken.json'}: not a speed_training.py result (JSONDecodeError")
+    ran = subprocess.run([*script, str(tmp_path / "broken.json")], capture_output=True, text=True)
+    assert ran.returncode == 1 and ran.stderr.startswith(f"{tmp_path / 'broken.json'}: not a bench.speed_training result (JSONDecodeError")
     no_em = _speed_training_json(tmp_path / "no-em.json", {("concur", 0): (50.0, 60.0)})
     no_em.write_text(no_em.read_text().replace('"em": 50.0, ', ""))
-    ran = subprocess.run([sys.executable, script, str(no_em), "--against", "concur"], capture_output=True, text=True)
+    ran = subprocess.run([*script, str(no_em), "--against", "concur"], capture_output=True, text=True)
     assert ran.returncode == 1 and ran.stderr.strip() == f"{no_em}: run 0: field 'em' is None"
 
 
 def test_seed_parity_pools_results_without_a_benchmark_with_squad_dev_carveds_and_refuses_another_benchmark(tmp_path):
-    """Results written before speed_training.py took --benchmark were all of squad-dev-carved."""
+    """Results written before bench.speed_training took --benchmark were all of squad-dev-carved."""
     older = _speed_training_json(tmp_path / "older.json", {("concur", 0): (50.0, 60.0), ("trainer-fast", 0): (51.0, 61.0)})
     newer = _speed_training_json(
         tmp_path / "newer.json", {("concur", 1): (54.0, 63.0), ("trainer-fast", 1): (52.0, 61.0)}, benchmark="squad-dev-carved"
     )
-    script = str(REPO / "analysis" / "seed_parity.py")
-    ran = subprocess.run([sys.executable, script, str(older), str(newer)], capture_output=True, text=True, timeout=60)
+    script = _bench("seed_parity")
+    ran = subprocess.run([*script, str(older), str(newer)], capture_output=True, text=True, timeout=60)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.splitlines()[0] == "concur EM by seed: seed 0 50.0, seed 1 54.0; mean 52.00, sd 2.83"
     reddit = _speed_training_json(tmp_path / "reddit.json", {("concur", 2): (40.0, 50.0)}, benchmark="squadshifts-reddit-carved")
-    ran = subprocess.run([sys.executable, script, str(older), str(reddit)], capture_output=True, text=True, timeout=60)
+    ran = subprocess.run([*script, str(older), str(reddit)], capture_output=True, text=True, timeout=60)
     assert ran.returncode == 1 and ran.stderr.strip() == (
         f"{reddit}: its runs differ from {older}'s in benchmark ('squadshifts-reddit-carved' against 'squad-dev-carved'); "
         "pool only runs of one setting"
@@ -872,7 +785,7 @@ def test_seed_parity_pools_results_without_a_benchmark_with_squad_dev_carveds_an
 
 def test_benchmark_sides_prepares_a_benchmark_once_and_later_calls_only_read_it(monkeypatch, tmp_path):
     shared_file("squadshifts/new_wiki_v1.0.json.gz")
-    sides = _load_script(monkeypatch, "benchmark_sides")
+    sides = _module("benchmark_sides")
     train, test = sides.benchmark_sides("squadshifts-new-wiki-carved", [SHARED_DATA], tmp_path / "data")
     assert (train.n_questions, test.n_questions) == (6241, 1697)  # the carve's sizes its spec records
     assert not {question.qid for _, question in train.questions()} & {question.qid for _, question in test.questions()}
@@ -888,7 +801,7 @@ def test_benchmark_sides_prepares_a_benchmark_once_and_later_calls_only_read_it(
 
 def test_speed_training_samples_each_system_its_questions_from_the_benchmark_it_is_given(monkeypatch, tmp_path):
     shared_file("squadshifts/new_wiki_v1.0.json.gz")
-    speed_training = _load_script(monkeypatch, "speed_training")
+    speed_training = _module("speed_training")
     args = argparse.Namespace(
         benchmark="squadshifts-new-wiki-carved", source_dir=[SHARED_DATA], train_questions=40, test_questions=30, epochs=1.0,
         learning_rate=None, batch_size=None, model_path=Path("weights"), random_weights=False, precision="bf16", device="cpu",
@@ -912,7 +825,7 @@ def test_speed_training_refuses_more_questions_than_a_side_has_before_training_a
     shared_file("squadshifts/new_wiki_v1.0.json.gz")
     out = tmp_path / "result.json"
     ran = subprocess.run(
-        [sys.executable, str(REPO / "analysis" / "speed_training.py"), "--benchmark", "squadshifts-new-wiki-carved",
+        [*_bench("speed_training"), "--benchmark", "squadshifts-new-wiki-carved",
          option, count, "--source-dir", str(SHARED_DATA), "--out", str(out)],
         capture_output=True, text=True, timeout=120, cwd=tmp_path,
     )  # fmt: skip

@@ -1,8 +1,8 @@
 """Seconds an hf-span job spends loading its tokenizer and model, in a process that imported what a forked worker finds.
 
-Run: `python analysis/speed_model_load.py [--approach minilm-l6] [--model-path DIR] [--loads 3] [--threads N]`.
-The process first imports what the local pool's zygote imports for the approach (`concur.runner.zygote.PRELOAD`
-and `concur.runner.pool.worker_modules`), so it starts where a forked job of a grid starts; then it loads the
+Run: `python -m bench.speed_model_load [--approach minilm-l6] [--model-path DIR] [--loads 3] [--threads N]`.
+The process first imports what the local pool's zygote imports for the approach (`concur.runner.execution.zygote.PRELOAD`
+and `concur.runner.scheduling.worker_pool.worker_modules`), so it starts where a forked job of a grid starts; then it loads the
 approach's tokenizer and span model (`load_pretrained`, each load seeded alike) `--loads` times. The first load
 is what that job spends: it also imports the model family's own code and the tokenizer's, and reads the files.
 Each later load reads the files again (from the page cache by then) and builds the model: the most that keeping
@@ -39,8 +39,8 @@ def main() -> None:
     import torch  # after the options are checked: a refusal costs no import
 
     from concur.approaches.hf_span.loading import load_pretrained
-    from concur.runner.pool import worker_modules
-    from concur.runner.zygote import PRELOAD
+    from concur.runner.execution.zygote import PRELOAD
+    from concur.runner.scheduling.worker_pool import worker_modules
 
     torch.set_num_threads(args.threads)
     for module in (*PRELOAD, *worker_modules([spec])):

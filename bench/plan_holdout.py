@@ -1,9 +1,9 @@
 """How well `concur study plan` estimates a cell it never measured: each measured cell held out in turn.
 
-Run: `python analysis/plan_holdout.py RUNS_DIR [--out FILE.json]`, RUNS_DIR being a runs directory
+Run: `python -m bench.plan_holdout RUNS_DIR [--out FILE.json]`, RUNS_DIR being a runs directory
 (its concur.sqlite and jobs/) with finished jobs, e.g. a quick-start study's. For every (approach,
 benchmark) cell with finished jobs, the throughputs are computed again from every other cell's
-jobs (`concur.runner.estimate.throughputs`, as the planner does), and a job of the cell's median
+jobs (`concur.runner.planning.estimate.throughputs`, as the planner does), and a job of the cell's median
 size (training examples, test questions) is estimated twice: at its approach's medians over the
 other benchmarks (the planner before the two-way model), and as the planner estimates it now
 (`Speeds.of`: the two-way model where measured cells link the approach and the benchmark). Both are
@@ -20,8 +20,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from concur.runner.estimate import Throughput, measured_jobs, throughputs
-from concur.runner.store import finished_jobs
+from concur.runner.planning.estimate import Throughput, measured_jobs, throughputs
+from concur.runner.records.store import finished_jobs
 
 
 def cell_sizes(rows: list[dict[str, Any]]) -> dict[tuple[str, str], tuple[float, float, float]]:

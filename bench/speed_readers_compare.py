@@ -1,24 +1,25 @@
 """The readers' speed across code revisions and precisions, interleaved round by round: a before/after table.
 
-Run: `python analysis/speed_readers_compare.py --variants 76871c9:fp32,HEAD:fp32,HEAD:bf16
---approaches rasor,qanet [--rounds 2] [--out runs/bench/speed-readers.json] [speed_readers.py options]`.
+Run: `python -m bench.speed_readers_compare --variants 76871c9:fp32,HEAD:fp32,HEAD:bf16
+--approaches rasor,qanet [--rounds 2] [--out bench/results/speed-readers-compare.json] [bench.speed_readers options]`.
 A variant is REVISION:PRECISION; REVISION is a git revision, checked out into a temporary
 worktree and removed afterwards, or `.` for this working tree as it is (uncommitted changes
 included); PRECISION `auto` passes no --precision (fp32 on the CPU), so it also runs revisions
 that predate the option, such as 76871c9. Each (round, reader, variant) is its own process running that revision's
-`analysis/speed_readers.py` with that revision's library, so every revision is measured by its
+`bench.speed_readers` (`analysis/speed_readers.py` before bench/ existed) with that revision's library, so every
+revision is measured by its
 own code; interleaving spreads the machine's drift over all variants alike, which separate
 runs, hours apart, do not (on the 2-core development machine one tree varied by 10-40% between
 rounds), and each round starts one variant further along (`round_order`), so that no variant
 always runs first. Options it does not know (`--steps`, `--warmup-steps`, `--questions`, `--threads`,
-`--source-dir`) go to every speed_readers.py unchanged. Prints the median (min-max) of the
+`--source-dir`) go to every `bench.speed_readers` unchanged. Prints the median (min-max) of the
 training rates and each variant's ratio to the first: of the medians, and round by round (each
 round's rate over the first variant's in that round, their median and range, and in how many
 rounds it was faster), for training and, as a control for changes that only touch training, for
 prediction; `--out` writes every run.
 
 `--fixed-batches` times the model instead of the whole loop: every variant runs this tree's
-`analysis/speed_step.py` (fixed batches collated once, the same steps; its `--batches` and
+`bench.speed_step` (fixed batches collated once, the same steps; its `--batches` and
 `--steps` pass through) with its revision's library, so a model change is measured without the
 data pipeline's share and spread, in a process of its own rather than A/B inside one process,
 where whichever code ran second gained about 9% (docs/performance.md).
@@ -40,12 +41,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import round_ratios
+from bench import round_ratios
 
 REPO = Path(__file__).resolve().parents[1]
 THIS_TREE = "."
-PRECISIONS = ("auto", "fp32", "bf16")  # speed_readers.py's --precision choices, in every revision since bf16 on the CPU
-FIXED_BATCH_SCRIPT = REPO / "analysis" / "speed_step.py"  # one script for every revision: the same batches and steps
+PRECISIONS = ("auto", "fp32", "bf16")  # speed_readers's --precision choices, in every revision since bf16 on the CPU
+FIXED_BATCH_MODULE = "bench.speed_step"  # this tree's for every revision: the same batches and steps
 PATH_OPTIONS = ("--source-dir", "--spacy-pipeline")  # made absolute: the children run in their own trees
 
 
@@ -88,12 +89,12 @@ def round_order(variants: Sequence[Variant], round_: int) -> list[Variant]:
 
 
 def rates_from_output(output: str, approach: str) -> tuple[float, float]:
-    """(training, prediction) questions/s from speed_readers.py's row `APPROACH BATCH TRAIN PREDICT PARAMS`."""
+    """(training, prediction) questions/s from speed_readers's row `APPROACH BATCH TRAIN PREDICT PARAMS`."""
     for line in output.splitlines():
         fields = line.split()
         if len(fields) == 5 and fields[0] == approach:
             return float(fields[2]), float(fields[3])
-    raise ValueError(f"no row for {approach!r} in speed_readers.py's output")
+    raise ValueError(f"no row for {approach!r} in speed_readers's output")
 
 
 def summarise(runs: Sequence[Run], variants: Sequence[str], approaches: Sequence[str]) -> dict[str, Any]:
@@ -173,9 +174,11 @@ def checked_out(revisions: Sequence[str]) -> Iterator[dict[str, Path]]:
             subprocess.run(["git", "-C", str(REPO), "worktree", "prune"], capture_output=True)
 
 
-def _environment(tree: Path) -> dict[str, str]:
-    """This interpreter's environment with `tree` first on the import path, checked: an installed concur must not win."""
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+def _environment(tree: Path, before: Sequence[Path] = ()) -> dict[str, str]:
+    """This interpreter's environment with `tree` first on the import path (after `before`), checked: an installed
+    concur must not win."""
+    paths = [*map(str, before), str(tree), os.environ.get("PYTHONPATH", "")]
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(paths).rstrip(os.pathsep)}
     command = [sys.executable, "-c", "import concur; print(concur.__file__)"]
     probe = subprocess.run(command, capture_output=True, text=True, env=environment, cwd=tree)
     if probe.returncode != 0 or not Path(probe.stdout.strip()).resolve().is_relative_to(tree.resolve()):
@@ -184,7 +187,7 @@ def _environment(tree: Path) -> dict[str, str]:
 
 
 def _absolute_paths(options: list[str]) -> list[str]:
-    """speed_readers.py options with the path values made absolute (the children's working directories differ)."""
+    """speed_readers options with the path values made absolute (the children's working directories differ)."""
     fixed = list(options)
     for i, option in enumerate(fixed):
         for name in PATH_OPTIONS:
@@ -195,11 +198,31 @@ def _absolute_paths(options: list[str]) -> list[str]:
     return fixed
 
 
+def reader_command(tree: Path, fixed_batches: bool) -> list[str]:
+    """What times the readers in `tree`: its own `bench.speed_readers` (`analysis/speed_readers.py` in revisions from
+    before bench/), or with `fixed_batches` this tree's `bench.speed_step`, found first on the import path
+    (`this_bench`). `-P`: the working directory, a revision's tree, does not come first."""
+    if fixed_batches:
+        return [sys.executable, "-P", "-m", FIXED_BATCH_MODULE]
+    if (tree / "bench" / "speed_readers.py").is_file():
+        return [sys.executable, "-P", "-m", "bench.speed_readers"]
+    return [sys.executable, str(tree / "analysis" / "speed_readers.py")]
+
+
+@contextlib.contextmanager
+def this_bench() -> Iterator[Path]:
+    """A directory holding only this tree's `bench` (a link): first on a child's import path, it gives every revision
+    this tree's benchmark code and leaves `concur` to be found in the revision's own tree."""
+    with tempfile.TemporaryDirectory(prefix="speed-readers-bench-") as directory:
+        (Path(directory) / "bench").symlink_to(REPO / "bench", target_is_directory=True)
+        yield Path(directory)
+
+
 def _measure(
-    tree: Path, environment: dict[str, str], script: Path, approach: str, precision: str, options: list[str]
+    tree: Path, environment: dict[str, str], command: list[str], approach: str, precision: str, options: list[str]
 ) -> tuple[float, float]:
     chosen = [] if precision == "auto" else ["--precision", precision]  # `auto` runs revisions older than --precision too
-    command = [sys.executable, str(script), "--approaches", approach, *chosen, *options]
+    command = [*command, "--approaches", approach, *chosen, *options]
     ran = subprocess.run(command, capture_output=True, text=True, env=environment, cwd=tree)
     try:
         return rates_from_output(ran.stdout, approach)
@@ -219,21 +242,22 @@ def main() -> None:
     parser.add_argument("--approaches", required=True, help="comma-separated approach ids")
     parser.add_argument("--rounds", type=int, default=2, help="interleaved repetitions of every (reader, variant)")
     parser.add_argument("--out", type=Path, default=None, help="JSON file for every run, the summary and the machine")
-    parser.add_argument("--fixed-batches", action="store_true", help="time this tree's speed_step.py with each revision's library")
+    parser.add_argument("--fixed-batches", action="store_true", help="time this tree's bench.speed_step with each revision's library")
     args, options = parser.parse_known_args()
     variants = parse_variants(args.variants)
     approaches = [name for name in args.approaches.split(",") if name]
     options = _absolute_paths(options)
     labels = [variant.label for variant in variants]
     runs: list[Run] = []
-    with checked_out([variant.revision for variant in variants]) as trees:
-        environments = {revision: _environment(tree) for revision, tree in trees.items()}
+    with checked_out([variant.revision for variant in variants]) as trees, this_bench() as bench:
+        before = [bench] if args.fixed_batches else []
+        environments = {revision: _environment(tree, before) for revision, tree in trees.items()}
         for round_ in range(1, args.rounds + 1):
             for approach in approaches:
                 for variant in round_order(variants, round_):
                     tree = trees[variant.revision]
-                    script = FIXED_BATCH_SCRIPT if args.fixed_batches else tree / "analysis" / "speed_readers.py"
-                    train, predict = _measure(tree, environments[variant.revision], script, approach, variant.precision, options)
+                    command = reader_command(tree, args.fixed_batches)
+                    train, predict = _measure(tree, environments[variant.revision], command, approach, variant.precision, options)
                     runs.append(Run(round_, approach, variant.label, train, predict))
                     rates = f"train {train:8.1f} q/s  predict {predict:8.1f} q/s"
                     print(f"round {round_}/{args.rounds} {approach:24s} {variant.label:20s} {rates}", flush=True)

@@ -1,6 +1,6 @@
 """Do the non-pretrained readers really work? Train each on a benchmark, report EM next to a lexical baseline.
 
-Run: `python analysis/readers_check.py --bench babi-1` (the paper reports 100 EM for all ten
+Run: `python -m bench.readers_check --bench babi-1` (the paper reports 100 EM for all ten
 readers on bAbI task 1), or `--bench squad-dev-carved` (real SQuAD questions: 80% of the
 MRQA SQuAD dev passages for training, 20% for testing; a built-in benchmark).
 `--set epochs=30` overrides a hyperparameter of every approach that has it, and

@@ -1,4 +1,4 @@
-"""One fine-tuning run of the training benchmark (`speed_training.py`): what every system is given, what it
+"""One fine-tuning run of the training benchmark (`bench.speed_training`): what every system is given, what it
 reports, the benchmark's samples it trains and tests on, and the measures every system takes alike."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmark_sides import benchmark_sides
+from bench.benchmark_sides import benchmark_sides
 
 APPROACH = "minilm-l6"
 

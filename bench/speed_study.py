@@ -1,8 +1,8 @@
 """A study's jobs per hour and device use, and `concur study plan`'s estimate against the actual time.
 
-Run: `python analysis/speed_study.py STUDY --out-dir OUT [--device cuda] [--source-dir DATA] [--registry DIR]
+Run: `python -m bench.speed_study STUDY --out-dir OUT [--device cuda] [--source-dir DATA] [--registry DIR]
 [--workers N | --jobs-per-gpu N] [--threads N] [--pilot TRAIN,TEST]`, e.g. the quick start on one GPU:
-`python analysis/speed_study.py analysis/studies/quickstart.toml --device cuda --source-dir DATA --out-dir runs/speed-study`.
+`python -m bench.speed_study analysis/studies/quickstart.toml --device cuda --source-dir DATA --out-dir runs/speed-study`.
 
 1. `concur study run` of a first study into a new runs dir, OUT/runs: every job runs, so every
    approach's throughput is measured and stored. Timed as one command; on CUDA, nvidia-smi samples
@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from concur.runner.store import Store
+from concur.runner.records.store import Store
 from concur.workspace import Workspace
 
 SAMPLE_MS = 500  # nvidia-smi's sampling period
@@ -232,7 +232,7 @@ def main() -> None:
     parser.add_argument("--out-dir", type=Path, required=True, help="a new directory: its runs/ holds both runs' jobs")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--source-dir", type=Path)
-    parser.add_argument("--registry", type=Path, help="a registry directory beside the built-in one (e.g. analysis/checks)")
+    parser.add_argument("--registry", type=Path, help="a registry directory beside the built-in one (e.g. bench/checks)")
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--jobs-per-gpu", type=int, default=4)
     parser.add_argument("--threads", type=int)

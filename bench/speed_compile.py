@@ -1,8 +1,8 @@
 """What `torch.compile` would buy hf-span's training: concur eager against its model compiled, each run in its own process.
 
-Run: `python analysis/speed_compile.py --device cuda --source-dir DATA --model-path MINILM_DIR --random-weights
+Run: `python -m bench.speed_compile --device cuda --source-dir DATA --model-path MINILM_DIR --random-weights
 [--modes eager,compiled,compiled] [--benchmark squad-dev-carved] [--train-questions 4096] [--test-questions 1000]
-[--out runs/bench/speed-compile.json]`.
+[--out bench/results/speed-compile.json]`.
 
 `compiled` runs concur's hf-span job with `Module.compile(dynamic=True)` applied to the model as it is loaded (one graph
 for every batch length); `eager` runs it as `concur run` does. The runs share one inductor cache directory, so a second
@@ -10,7 +10,7 @@ for every batch length); `eager` runs it as `concur run` does. The runs share on
 machine. Per run: the steady training rate, windows per second over the optimiser steps after the first quarter (timed
 from the training loop's loss log lines, each of which reads the loss and so waits for the device); the seconds from
 the job's start to its first logged step (compilation included); the training loop's, prediction's and whole run's
-seconds; EM. Model, data and hyperparameters are speed_training.py's (`--random-weights`: a bert-base-sized BERT).
+seconds; EM. Model, data and hyperparameters are `bench.speed_training`'s (`--random-weights`: a bert-base-sized BERT).
 Compilation is not part of concur's jobs: this measures whether it should be (docs/performance.md).
 """
 
@@ -18,18 +18,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from benchmark_sides import DEFAULT_BENCHMARK
-from speed_training import STEP_LINE, config_from_args, import_before_the_clock, steady_rate, train_and_predict
-from training_runs import Config, gold_answers
-
+from bench import child_environment, module_command
+from bench.benchmark_sides import DEFAULT_BENCHMARK
+from bench.speed_training import STEP_LINE, config_from_args, import_before_the_clock, steady_rate, train_and_predict
+from bench.training_runs import Config, gold_answers
+from concur.approaches.hf_span.variant import TrainingVariant
 from concur.devices import usable_cores
 
 MODES = ("eager", "compiled")
@@ -57,18 +56,7 @@ def run_mode(mode: str, config: Config) -> CompileRun:
 
     torch.set_num_threads(config.threads)
     import_before_the_clock()
-    if mode == "compiled":
-        from concur.approaches.hf_span import approach as hf_span
-
-        load = hf_span.load_pretrained
-
-        def load_compiled(*args, **kwargs):  # type: ignore[no-untyped-def]
-            loaded = load(*args, **kwargs)
-            loaded.model.compile(dynamic=True)
-            return loaded
-
-        hf_span.load_pretrained = load_compiled  # type: ignore[assignment]
-    run = train_and_predict(config)
+    run = train_and_predict(config, variant=TrainingVariant(compiled=mode == "compiled"))
     if config.device.startswith("cuda"):
         torch.cuda.synchronize()
     done = time.perf_counter()
@@ -109,12 +97,14 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=usable_cores())
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--model-path", type=Path, default=None, help="default: the weights minilm-l6 ships with")
-    parser.add_argument("--random-weights", action="store_true", help="a bert-base-sized BERT of seeded random weights (speed_training.py)")
+    parser.add_argument(
+        "--random-weights", action="store_true", help="a bert-base-sized BERT of seeded random weights (as bench.speed_training's)"
+    )
     parser.add_argument("--source-dir", type=Path, action="append", default=[])
-    parser.add_argument("--out", type=Path, default=Path("runs/bench/speed-compile.json"))
+    parser.add_argument("--out", type=Path, default=Path("bench/results/speed-compile.json"))
     parser.add_argument("--child", choices=MODES, help=argparse.SUPPRESS)
     parser.add_argument("--config", help=argparse.SUPPRESS)
-    parser.set_defaults(epochs=1.0, learning_rate=None, precision="auto")  # speed_training.py's options this script fixes
+    parser.set_defaults(epochs=1.0, learning_rate=None, precision="auto")  # `bench.speed_training`'s options this script fixes
     args = parser.parse_args()
     if args.child:
         print(json.dumps(asdict(run_mode(args.child, Config(**json.loads(args.config))))))
@@ -127,10 +117,10 @@ def main() -> None:
         raise SystemExit(f"--modes: unknown {', '.join(unknown)}; choose from {', '.join(MODES)}")
     with tempfile.TemporaryDirectory(prefix="speed-compile-") as scratch:
         config = config_from_args(args, Path(scratch))
-        environment = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(Path(scratch) / "inductor")}
+        environment = {**child_environment(), "TORCHINDUCTOR_CACHE_DIR": str(Path(scratch) / "inductor")}
         runs = []
         for mode in modes:
-            command = [sys.executable, __file__, "--child", mode, "--config", json.dumps(asdict(config))]
+            command = module_command(__spec__.name, "--child", mode, "--config", json.dumps(asdict(config)))
             child = subprocess.run(command, stdout=subprocess.PIPE, text=True, env=environment, check=False)
             if child.returncode != 0:
                 raise SystemExit(f"the {mode} run failed (exit {child.returncode}); its output is above")

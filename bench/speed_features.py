@@ -1,6 +1,6 @@
 """Seconds an hf-span job spends making its windows: the first job of a cell, and the others (from the cache).
 
-Run: `python analysis/speed_features.py [--approach minilm-l6] [--benchmark squad-dev-carved] [--source-dir DATA]`.
+Run: `python -m bench.speed_features [--approach minilm-l6] [--benchmark squad-dev-carved] [--source-dir DATA]`.
 Data: the benchmark's two sides (by default `squad-dev-carved`'s 8,414 training and 2,093 test
 questions of the MRQA SQuAD dev file, carved by passage). Each side is windowed three times with the approach's tokenizer
 and geometry: without a cache (what every job did before), into an empty cache (the first job
@@ -15,8 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmark_sides import DEFAULT_BENCHMARK, benchmark_sides
-
+from bench.benchmark_sides import DEFAULT_BENCHMARK, benchmark_sides
 from concur.approaches.hf_span.feature_cache import predict_features, train_features
 from concur.approaches.hf_span.hparams import HFSpanHParams
 from concur.approaches.hf_span.loading import load_pretrained

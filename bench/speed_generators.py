@@ -1,6 +1,6 @@
 """Speed of the synthetic-benchmark generators: seconds to generate each full benchmark.
 
-Run: `python analysis/speed_generators.py --source-dir ../shared/data [--bench 'fuzzy-*'] [--repeats 1]`.
+Run: `python -m bench.speed_generators --source-dir ../shared/data [--bench 'fuzzy-*'] [--repeats 1]`.
 Each registered generated benchmark matching `--bench` is generated in memory from its spec
 (its inputs found under the data roots, never downloaded); one whose input is not on the
 machine is reported and skipped, unless `--input SOURCE=PATH` supplies a file for that source

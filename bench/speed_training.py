@@ -1,7 +1,7 @@
 """Training speed of concur's hf-span against transformers' Trainer: same model, data and hyperparameters.
 
-Run: `python analysis/speed_training.py [--train-questions 512] [--test-questions 500] [--epochs 1]
-[--precision auto|fp32|bf16] [--rounds 1] [--new-seed-each-round] [--out runs/bench/speed-training.json]`.
+Run: `python -m bench.speed_training [--train-questions 512] [--test-questions 500] [--epochs 1]
+[--precision auto|fp32|bf16] [--rounds 1] [--new-seed-each-round] [--out bench/results/speed-training.json]`.
 
 Three systems fine-tune the same weights (minilm-l6's, --model-path, or with --random-weights a
 bert-base-sized BERT drawn at random, for speed on a GPU) on the same questions:
@@ -11,29 +11,15 @@ bert-base-sized BERT drawn at random, for speed on a GPU) on the same questions:
 - `trainer-pad384`: the same script with the transformers QA example's settings: every window
   padded to `max_seq_length`, random batches;
 - `concur-stock-kernels` (only when asked for): concur with transformers' SDPA attention and
-  PyTorch's dropout instead of its own (concur.approaches.hf_span.attention, .dropout), which
-  shows what those buy (on CUDA: PyTorch's own choice of attention backend, cuDNN's included);
+  PyTorch's dropout instead of its own (concur.approaches.hf_span.attention, .dropout; hf-span's
+  `TrainingVariant(stock_kernels=True)`), which shows what those buy (on CUDA: PyTorch's own choice
+  of attention backend, cuDNN's included);
 - `concur-cuda-graphs` (only when asked for, CUDA only): concur with `--cuda-graphs`, each batch
   shape's training piece recorded once as a CUDA graph and replayed (concur.approaches.hf_span.graphs);
 - `concur-trainer-decoding` (only when asked for): concur's training, then its model's answers found
   as the Trainer script finds them (the tokenizer's overlapping windows, the QA example's post-processing);
   a seed trains the same model as `concur`'s run of that seed, so the pair of rows separates decoding from
-  training in an EM difference (its eval time includes concur's own prediction as well);
-- `concur-trainer-order` (only when asked for): concur with its training batches in the order Trainer's
-  length-grouped sampler gives them (`trainer_order_batches`: the same pools sorted by length, but the
-  batches not shuffled across pools) instead of concur's shuffled batches;
-- `concur-trainer-data` (only when asked for): concur trained on the Trainer script's training windows
-  (`trainer_train_features`: the tokenizer's overlapping windows, Trainer's labels) in Trainer's batch order,
-  so that what still separates it from `trainer-fast` is concur's training code and kernels, not its data;
-- `concur-padding-in-loss` (only when asked for): `concur-trainer-order` with the padding positions of a batch
-  kept in its loss's softmax (`span_loss_over_padding`), as transformers' span head computes it, instead of left
-  out; paired with `concur-trainer-order`'s runs, it shows what the padding alone changes;
-- `concur-as-trainer` (only when asked for): all four of Trainer's parts at once (its windows and labels, its
-  batch order, the padding in the loss, PyTorch's attention and dropout), so that only the random draws (the
-  batch permutation, the dropout masks) still separate it from `trainer-fast`;
-- `concur-trainer-replay` (only when asked for): `concur-as-trainer` drawing what Trainer draws (torch's generator
-  seeded as Trainer seeds it, transformers' own length-grouped sampler) and predicting through the script's own
-  `Trainer`: it trains the model `trainer-fast` trains, so a seed's EM should be that seed's `trainer-fast` EM.
+  training in an EM difference (its eval time includes concur's own prediction as well).
 All three use the spec's hyperparameters (learning rate, batch, warm-up, decay, clipping, Adam's
 epsilon, window length and stride) and the same precision: `auto` is fp32 on the CPU and bf16
 autocast on CUDA (Trainer's `bf16=True`), `bf16` is bf16 autocast on both. Data: the two sides of
@@ -52,10 +38,9 @@ clocks start after the imports a forked concur worker finds done (`import_before
 results as JSON (`--out`) and prints a table with concur's ratios. With `--new-seed-each-round`, round r runs
 with seed `--seed` + r (head initialisation, dropout, batch order; the questions are the same whenever they are
 the whole carved split), so EM parity is measured over seeds: each seed's EM difference, and the seed spread of
-every system's EM to judge it by (`seed_parity.py` pools the seeds of several runs' JSON).
+every system's EM to judge it by (`bench.seed_parity` pools the seeds of several runs' JSON).
 Trainer needs `accelerate` (in concur's `test` extra: `pip install -e '.[test,minilm]'`). The Trainer script is
-`trainer_script.py`, the parts of it that the ablations put into concur's run are `trainer_parts.py`, and what a
-run is given and reports is `training_runs.py`.
+`bench.trainer_script`, and what a run is given and reports is `bench.training_runs`.
 """
 
 from __future__ import annotations
@@ -66,7 +51,6 @@ import platform
 import re
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -74,29 +58,18 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import round_ratios
-import seed_parity
-from benchmark_sides import DEFAULT_BENCHMARK, benchmark_sides
-from trainer_parts import TRAINERS_PARTS, take_trainers_parts
-from trainer_script import build_trainer, predict_with_trainer, run_trainer, trainer_style_predict
-from training_runs import APPROACH, Config, Measured, benchmark_splits, measure_run
-
-from concur.approaches.precision import PRECISIONS  # imports neither torch nor transformers
+from bench import child_environment, module_command, round_ratios, seed_parity
+from bench.benchmark_sides import DEFAULT_BENCHMARK, benchmark_sides
+from bench.trainer_script import run_trainer, trainer_style_predict
+from bench.training_runs import APPROACH, Config, Measured, benchmark_splits, measure_run
+from concur.approaches.hf_span.variant import HF_SPAN_TRAINING, TrainingVariant  # these two import neither torch
+from concur.approaches.precision import PRECISIONS  # nor transformers
 from concur.devices import usable_cores
 from concur.errors import closest
 
 SYSTEMS = ("concur", "trainer-fast", "trainer-pad384")
 SHARING_SYSTEMS = ("concur", "concur-cuda-graphs")  # what --sharing can start several of at once
-ABLATIONS = (
-    "concur-stock-kernels",
-    "concur-cuda-graphs",
-    "concur-trainer-decoding",
-    "concur-trainer-order",
-    "concur-trainer-data",
-    "concur-padding-in-loss",
-    "concur-as-trainer",
-    "concur-trainer-replay",
-)
+ABLATIONS = ("concur-stock-kernels", "concur-cuda-graphs", "concur-trainer-decoding")
 CPU_FEATURES = ("avx512f", "avx512_bf16", "amx_bf16")  # what bf16 on the CPU runs on, recorded with each result
 STEP_LINE = re.compile(r"\bstep (\d+)/(\d+)\b")  # concur.approaches.loss_curve's log line
 STEADY_FROM = 0.25  # the steady rate counts the steps after this share of the run
@@ -149,7 +122,7 @@ def main() -> None:
         default="concur",
         help=f"comma-separated, from {', '.join(SHARING_SYSTEMS)}: which concur runs --sharing starts together, each system's in turn",
     )
-    parser.add_argument("--out", type=Path, default=Path("runs/bench/speed-training.json"))
+    parser.add_argument("--out", type=Path, default=Path("bench/results/speed-training.json"))
     parser.add_argument("--child", choices=SYSTEMS + ABLATIONS, help=argparse.SUPPRESS)
     parser.add_argument("--config", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -295,8 +268,8 @@ def _run_child(system: str, round_: int, config: Config) -> Measured:
 
 
 def _start_child(system: str, config: Config) -> subprocess.Popen[str]:
-    command = [sys.executable, __file__, "--child", system, "--config", json.dumps(asdict(config))]
-    return subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    command = module_command(__spec__.name, "--child", system, "--config", json.dumps(asdict(config)))
+    return subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=child_environment())
 
 
 def _child_result(system: str, round_: int, child: subprocess.Popen[str]) -> Measured:
@@ -408,20 +381,15 @@ def _steady(medians: dict[str, Any]) -> str:
 
 
 def run_concur(config: Config, system: str = "concur") -> Measured:
-    """concur's hf-span as a job trains it; `system` names the variant (stock kernels, CUDA graphs)."""
+    """concur's hf-span as a job trains it; `system` names the variant (stock kernels, CUDA graphs, Trainer's decoding)."""
     import torch
 
     torch.set_num_threads(config.threads)
     import_before_the_clock()
-    parts = TRAINERS_PARTS.get(system, ())
-    take_trainers_parts(parts, config.hparams, config.seed)
-    run = train_and_predict(config, cuda_graphs=system == "concur-cuda-graphs")
-    if "decoding" in parts:
+    variant = TrainingVariant(stock_kernels=system == "concur-stock-kernels")
+    run = train_and_predict(config, cuda_graphs=system == "concur-cuda-graphs", variant=variant)
+    if system == "concur-trainer-decoding":
         run = replace(run, predictions=trainer_style_predict(run.model, run.tokenizer, run.test, config))
-    if "trainer-predict" in parts:
-        with tempfile.TemporaryDirectory() as output_dir:
-            trainer = build_trainer(run.model, run.tokenizer, config, output_dir, pad_to_max=False)
-            run = replace(run, predictions=predict_with_trainer(trainer, run.test, run.tokenizer, config.hparams, False))
     report = run.report
     trained = (round(report.train_features * config.hparams["epochs"]), report.optimizer_steps, report.details["fit_seconds"])
     measured = measure_run(system, config, run.test, run.predictions, trained, run.started, run.predicting)
@@ -446,15 +414,18 @@ class ConcurRun:
     predicting: float  # perf_counter when prediction started
 
 
-def train_and_predict(config: Config, cuda_graphs: bool = False) -> ConcurRun:
-    """Train minilm-l6's hf-span approach (or `config.model_path`'s weights) and predict, as `concur run` does."""
+def train_and_predict(config: Config, cuda_graphs: bool = False, variant: TrainingVariant = HF_SPAN_TRAINING) -> ConcurRun:
+    """Train minilm-l6's hf-span approach (or `config.model_path`'s weights) and predict, as `concur run` does;
+    `variant` departs from hf-span's training (by default in nothing)."""
     from concur.approaches.base import RunContext, build_approach
+    from concur.approaches.hf_span.approach import HFSpanApproach
     from concur.registry.registry import default_registry
 
     train, test = benchmark_splits(config)
     log: list[tuple[float, str]] = []
     started = time.perf_counter()
     approach = build_approach(default_registry().approach(APPROACH), config.hparams)
+    assert isinstance(approach, HFSpanApproach), f"{APPROACH} is an hf-span approach"
     context = RunContext(
         config.device,
         config.seed,
@@ -463,7 +434,7 @@ def train_and_predict(config: Config, cuda_graphs: bool = False) -> ConcurRun:
         precision=config.precision,
         cuda_graphs=cuda_graphs,
     )
-    report = approach.train(train, context)
+    report = approach.train(train, context, variant)
     predicting = time.perf_counter()
     predictions = approach.predict(test, context)
     return ConcurRun(test, report, predictions, approach.fine_tuned.model, approach.fine_tuned.tokenizer, log, started, predicting)
@@ -485,15 +456,15 @@ def steady_rate(log: list[tuple[float, str]], batch_size: int) -> float:
 
 
 def import_before_the_clock() -> None:
-    """Import what a concur job finds imported when its worker is forked warm (concur.runner.zygote): PRELOAD and
+    """Import what a concur job finds imported when its worker is forked warm (concur.runner.execution.zygote): PRELOAD and
     its approach's modules, transformers' `modeling_utils` among them. The Trainer script's clock also starts after
     its `from transformers import ...`, which loads that code (seconds of a cold process either way); both clocks
     still count importing the model family's own module (`modeling_bert`), as `from_pretrained` loads it."""
     import importlib
 
     from concur.registry.registry import default_registry
-    from concur.runner.pool import worker_modules
-    from concur.runner.zygote import PRELOAD
+    from concur.runner.execution.zygote import PRELOAD
+    from concur.runner.scheduling.worker_pool import worker_modules
 
     for module in (*PRELOAD, *worker_modules([default_registry().approach(APPROACH)])):
         importlib.import_module(module)
@@ -504,11 +475,6 @@ CHILDREN: dict[str, Callable[[Config], Measured]] = {
     "concur-stock-kernels": lambda config: run_concur(config, "concur-stock-kernels"),
     "concur-cuda-graphs": lambda config: run_concur(config, "concur-cuda-graphs"),
     "concur-trainer-decoding": lambda config: run_concur(config, "concur-trainer-decoding"),
-    "concur-trainer-order": lambda config: run_concur(config, "concur-trainer-order"),
-    "concur-trainer-data": lambda config: run_concur(config, "concur-trainer-data"),
-    "concur-padding-in-loss": lambda config: run_concur(config, "concur-padding-in-loss"),
-    "concur-as-trainer": lambda config: run_concur(config, "concur-as-trainer"),
-    "concur-trainer-replay": lambda config: run_concur(config, "concur-trainer-replay"),
     "trainer-fast": lambda config: run_trainer(config, pad_to_max=False),
     "trainer-pad384": lambda config: run_trainer(config, pad_to_max=True),
 }

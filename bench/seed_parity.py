@@ -1,11 +1,11 @@
 """EM parity over seeds: each system's EM by seed, and each difference paired seed by seed with a 95% interval.
 
-Run: `python analysis/seed_parity.py RUNS.json [MORE.json ...] [--against trainer-fast] [--out parity.json]`.
+Run: `python -m bench.seed_parity RUNS.json [MORE.json ...] [--against trainer-fast] [--out parity.json]`.
 
 Seed-to-seed spread on the 2-core machine (sd 0.2-1.0 EM over 8,414 training questions) is as large
 as the 1.0 EM the speed issue allows, so parity is judged on differences paired by seed (same head
 initialisation, dropout stream and question order where both systems draw them alike) and reported
-with a t interval over the seeds, not as one seed's gap. `speed_training.py --new-seed-each-round`
+with a t interval over the seeds, not as one seed's gap. `python -m bench.speed_training --new-seed-each-round`
 prints these lines for one run; this script pools the JSON of several runs (seeds run on different
 days), refusing runs of different settings, which must not be pooled.
 """
@@ -21,12 +21,12 @@ from typing import Any
 
 from concur.errors import closest
 
-# What must agree between two runs whose seeds are pooled (config fields of speed_training.py's JSON).
+# What must agree between two runs whose seeds are pooled (config fields of `bench.speed_training`'s JSON).
 SAME_SETTING = ("benchmark", "train_questions", "test_questions", "hparams", "precision", "device")
 # A field that older results lack, and the value every one of them had: before --benchmark, all ran on squad-dev-carved.
 FIELD_BEFORE_IT_WAS_RECORDED = {"benchmark": "squad-dev-carved"}
 CONFIDENCE = 0.95
-# What seed_parity.py reads of each run, and the types it must have.
+# What `bench.seed_parity` reads of each run, and the types it must have.
 RUN_FIELDS: dict[str, type | tuple[type, ...]] = {"system": str, "seed": int, "em": (int, float), "f1": (int, float)}
 
 
@@ -81,7 +81,7 @@ def pooled_runs(paths: list[Path]) -> tuple[list[dict[str, Any]], list[dict[str,
             report = json.loads(path.read_text())
             config, file_runs = report["config"], report["runs"]
         except (OSError, ValueError, KeyError, TypeError) as error:
-            raise SystemExit(f"{path}: not a speed_training.py result ({type(error).__name__}: {error})") from None
+            raise SystemExit(f"{path}: not a bench.speed_training result ({type(error).__name__}: {error})") from None
         if first is None:
             first = (path, config)
         for field in SAME_SETTING:
@@ -137,7 +137,7 @@ def lines(result: Mapping[str, Any]) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("results", type=Path, nargs="+", help="speed_training.py JSON files (--out)")
+    parser.add_argument("results", type=Path, nargs="+", help="bench.speed_training JSON files (--out)")
     parser.add_argument("--against", default="trainer-fast", help="the system every other one is compared with")
     parser.add_argument("--out", type=Path, default=None, help="also write the summary as JSON here")
     args = parser.parse_args()

@@ -1,6 +1,6 @@
 """BiDAF++'s bidirectional GRU layer as two revisions have it, forward and backward, alternated in one process.
 
-Run: `python analysis/speed_gru_layer.py --revisions 6b90145,HEAD [--inputs 484,200] [--batch 45]
+Run: `python -m bench.speed_gru_layer --revisions 6b90145,HEAD [--inputs 484,200] [--batch 45]
 [--length 135] [--hidden 100] [--precision bf16] [--rounds 14] [--threads 2]`.
 
 A change to `concur/approaches/reader/gru.py` moves a whole BiDAF++ run by less than this machine's
@@ -38,7 +38,7 @@ def layer_module(revision: str) -> types.ModuleType:
     else:
         shown = subprocess.run(["git", "-C", str(REPO), "show", f"{revision}:{LAYER}"], capture_output=True, text=True)
         if shown.returncode:
-            raise SystemExit(f"speed_gru_layer.py: revision {revision!r} has no {LAYER} (git: {shown.stderr.strip().splitlines()[0]})")
+            raise SystemExit(f"bench.speed_gru_layer: revision {revision!r} has no {LAYER} (git: {shown.stderr.strip().splitlines()[0]})")
         source = shown.stdout
     module = types.ModuleType(f"gru_at_{revision}")
     exec(compile(source, f"{revision}:{LAYER}", "exec"), module.__dict__)  # noqa: S102 (the repository's own file)

@@ -1,7 +1,7 @@
 """The training step and prediction pass of readers and hf-span approaches on fixed batches, without the data pipeline.
 
-Run: `python analysis/speed_step.py --approaches qanet [--batches 3] [--steps 3] [--warmup-steps 1]
-[--precision bf16] [speed_readers.py's data options]`. Each reader is trained for one step by its
+Run: `python -m bench.speed_step --approaches qanet [--batches 3] [--steps 3] [--warmup-steps 1]
+[--precision bf16] [bench.speed_readers's data options]`. Each reader is trained for one step by its
 approach's own `train()` (so the model and its optimiser are what a job builds: fast dropout, fused
 optimiser and all), then timed on `--batches` fixed batches of its spec's batch size, each made of
 questions of neighbouring passage lengths (as length-grouped training batches are) at evenly spaced
@@ -14,8 +14,8 @@ approach, such as `minilm-l6`, its windows: a batch is `train_batch_size` window
 
 It only uses interfaces that every revision since 76871c9 has (the approach's `train`, the
 reader's objective and plan, `concur.approaches.precision.autocast`), so that
-`speed_readers_compare.py --fixed-batches` can run it against older revisions: same batches,
-same steps, each revision's own model code. Prints speed_readers.py's row per reader, then each
+`python -m bench.speed_readers_compare --fixed-batches` can run it against older revisions: same batches,
+same steps, each revision's own model code. Prints `bench.speed_readers`'s row per reader, then each
 batch's shape and median step and prediction milliseconds.
 """
 
@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 import torch
-from speed_readers import add_common_options, reader_specs, row, squad_sample
 from torch import nn
 
+from bench.speed_readers import add_common_options, reader_specs, row, squad_sample
 from concur.approaches.base import RunContext, build_approach
 from concur.approaches.precision import autocast
 from concur.data.model import Split
@@ -63,8 +63,10 @@ def capture_training(train: Callable[[], Any]) -> tuple[nn.Module, Any, Any]:
         if real_fit is None:
             continue
 
-        def fit(model: nn.Module, objective: Any, plan: Any, *rest: Any, real_fit: Callable[..., Any] = real_fit) -> list[float]:
-            real_fit(model, objective, plan, *rest)
+        def fit(
+            model: nn.Module, objective: Any, plan: Any, *rest: Any, real_fit: Callable[..., Any] = real_fit, **options: Any
+        ) -> list[float]:
+            real_fit(model, objective, plan, *rest, **options)
             captured.update(model=model, objective=objective, plan=plan)
             raise _Captured
 
@@ -106,7 +108,7 @@ def median_ms(run: Callable[[], None], warmup: int, timed: int) -> float:
 
 
 def measure_reader(spec: ApproachSpec, data: Split, args: argparse.Namespace) -> tuple[str, list[str]]:
-    """speed_readers.py's row for one reader or hf-span approach on its fixed batches, and a line per batch: its shape,
+    """`bench.speed_readers`'s row for one reader or hf-span approach on its fixed batches, and a line per batch: its shape,
     median step and prediction ms."""
     size = spec.hparams["batch_size"] if "batch_size" in spec.hparams else spec.hparams["train_batch_size"]
     cache_dir = Workspace.resolve().cache_dir

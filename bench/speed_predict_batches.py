@@ -1,6 +1,6 @@
 """Readers' prediction with and without the token budget on its batches, on the same trained model.
 
-Run: `python analysis/speed_predict_batches.py --approaches bidaf-pp,rasor --benches babi-2,squad-dev-carved
+Run: `python -m bench.speed_predict_batches --approaches bidaf-pp,rasor --benches babi-2,squad-dev-carved
 [--train-questions 100] [--test-questions 200] [--rounds 3] [--threads 1] [--source-dir DATA]`.
 
 Each reader is trained once per benchmark (one epoch of a seeded sample, passages cut at 256 tokens, as the
