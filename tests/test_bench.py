@@ -204,17 +204,6 @@ def test_speed_compile_names_an_unknown_mode_before_any_work(tmp_path):
     assert ran.returncode == 1 and ran.stderr.strip() == "--modes: give at least one of eager, compiled"
 
 
-@pytest.mark.slow
-def test_speed_predict_batches_times_both_batchings_on_one_trained_reader(tmp_path):
-    shared_file("babi")
-    out = _script(tmp_path, "speed_predict_batches", "--approaches", "rasor", "--benches", "babi-1",
-                  "--train-questions", "20", "--test-questions", "20", "--rounds", "1")  # fmt: skip
-    (row,) = [line for line in out.splitlines() if line.startswith("rasor ")]
-    words = row.split()
-    assert words[1] == "babi-1" and float(words[2]) > 0 and float(words[3]) > 0 and words[-1] == "20/20"
-    assert words[4].endswith("x") and float(words[4][:-1]) > 0  # the ratio of the unrounded medians
-
-
 def test_speed_features_windows_the_carved_squad_sides_and_reads_them_back(tmp_path):
     shared_file("mrqa/dev/SQuAD.jsonl.gz")
     out = _script(tmp_path, "speed_features")
@@ -378,7 +367,7 @@ def test_speed_training_names_a_wrong_or_empty_system_list_in_one_line_before_an
     assert not (tmp_path / "out.json").exists()
 
 
-@pytest.mark.parametrize("script", ["speed_step", "speed_readers", "speed_predict_batches"])
+@pytest.mark.parametrize("script", ["speed_step", "speed_readers"])
 def test_speed_scripts_name_an_unknown_reader_in_one_line_before_any_work(tmp_path, script):
     ran = subprocess.run(
         [*_bench(script), "--approaches", "bidaff", "--source-dir", str(tmp_path / "nothing")],
