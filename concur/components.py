@@ -51,7 +51,8 @@ class ApproachKind:
     preload: tuple[str, ...] = ()
 
     def approach_class(self) -> type:
-        return load_target(self.approach, "approach class")
+        approach: type = load_target(self.approach, "approach class")
+        return approach
 
     def modules(self) -> tuple[str, ...]:
         """What a job of this implementation imports: its class's module, then `preload`."""

@@ -102,5 +102,5 @@ def software_versions() -> dict[str, Any]:
     }
     if torch.cuda.is_available():
         versions["cuda"] = torch.version.cuda
-        versions["cudnn"] = torch.backends.cudnn.version()
+        versions["cudnn"] = torch.backends.cudnn.version()  # type: ignore[no-untyped-call]  # torch leaves it unannotated
     return versions

@@ -22,7 +22,7 @@ import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from concur.errors import ConcurError
 from concur.oserrors import with_path
@@ -80,7 +80,8 @@ def atomic_open(path: Path, mode: str = "wb", *, gzip_level: int | None = None) 
             os.fchmod(raw.fileno(), default_permissions(FILE_MODE))  # not mkstemp's owner-only 0600: others may read results
             binary: IO[bytes] = raw
             if gzip_level is not None:
-                binary = gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=gzip_level, mtime=0)
+                # typeshed's GzipFile is a BufferedIOBase, not an IO[bytes], though it has all of IO[bytes]'s methods
+                binary = cast(IO[bytes], gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=gzip_level, mtime=0))
             if "t" in mode:
                 text = io.TextIOWrapper(binary, encoding="utf-8", newline="\n")
                 yield text
@@ -222,7 +223,7 @@ def remove_abandoned(directory: Path, stem: str) -> list[Path]:
     a concurrent removal) are ignored: a leftover is never worth failing the work for.
     """
     pattern = re.compile(re.escape(stem) + rf"{OWNER_SEPARATOR}([^{OWNER_SEPARATOR}/]+){OWNER_SEPARATOR}(\d+)(\.[^{OWNER_SEPARATOR}/]*)?")
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(directory.iterdir()) if directory.is_dir() else []
     except OSError:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 _PUNCTUATION = frozenset(string.punctuation)
@@ -44,7 +44,7 @@ def token_f1(prediction: str, gold: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def max_over_gold(metric, prediction: str, golds: Sequence[str]) -> float:
+def max_over_gold(metric: Callable[[str, str], float], prediction: str, golds: Sequence[str]) -> float:
     """The metric's best value over the accepted answers (0.0 when there are none)."""
     return max((metric(prediction, gold) for gold in golds), default=0.0)
 

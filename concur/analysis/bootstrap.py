@@ -95,7 +95,10 @@ def bootstrap_matrix(wide: pd.DataFrame, method: Method | str, settings: Bootstr
     else:
         lower, upper = percentile_interval(replicates, settings.confidence)
     labels = estimate.values.index
-    frame = lambda array: pd.DataFrame(array, index=labels, columns=labels)  # noqa: E731
+
+    def frame(array: np.ndarray) -> pd.DataFrame:
+        return pd.DataFrame(array, index=labels, columns=labels)
+
     return MatrixWithCI(estimate, frame(lower), frame(upper), frame(np.isnan(replicates).sum(axis=0)), settings)
 
 
@@ -160,7 +163,8 @@ def compare_with_reference(
     differences = differences[~np.isnan(differences)]
     difference = float(estimate[0, 1] - estimate[0, 2])
     if differences.size:
-        lower, upper = percentile_interval(differences, settings.confidence)
+        bounds = percentile_interval(differences, settings.confidence)
+        lower, upper = float(bounds[0]), float(bounds[1])
         p_value = float(min(1.0, 2.0 * min(np.mean(differences <= 0), np.mean(differences >= 0))))
     else:
         lower = upper = np.nan
@@ -174,8 +178,8 @@ def compare_with_reference(
         float(estimate[0, 1]),
         float(estimate[0, 2]),
         difference,
-        float(lower),
-        float(upper),
+        lower,
+        upper,
         p_value,
         settings,
     )

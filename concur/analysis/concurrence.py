@@ -49,11 +49,19 @@ class ConcurrenceMatrix:
     counts: pd.DataFrame
 
     def pair(self, first: str, second: str) -> tuple[float, int]:
-        return float(self.values.loc[first, second]), int(self.counts.loc[first, second])
+        return number_at(self.values, first, second), int(number_at(self.counts, first, second))
 
     def small_n(self) -> pd.DataFrame:
         """True where a cell rests on fewer than `MIN_APPROACHES` approaches."""
         return self.counts.map(is_small_n)
+
+
+def number_at(frame: pd.DataFrame, row: str, column: str) -> float:
+    """The number in a numeric frame's cell (pandas' types allow any scalar there, so this checks)."""
+    value = frame.at[row, column]
+    if not isinstance(value, int | float | np.number):
+        raise TypeError(f"cell ({row!r}, {column!r}) holds {value!r}, not a number")
+    return float(value)
 
 
 def is_small_n(n: int) -> bool:

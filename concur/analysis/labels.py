@@ -6,14 +6,17 @@ specs; then the reference study's families (for ids whose specs are not register
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import pandas as pd
 
 from concur.analysis.reference import reference_families
 from concur.errors import ConcurError
 from concur.registry import Registry
+
+_Spec = TypeVar("_Spec")
 
 
 @dataclass(frozen=True)
@@ -36,10 +39,10 @@ def labels_for(frame: pd.DataFrame, registry: Registry | None) -> Labels:
     approach_name: dict[str, str] = {}
     benchmark_name: dict[str, str] = {}
     if registry is not None:
-        for spec in _specs(registry.approaches):
-            approach_family[spec.id], approach_name[spec.id] = spec.family, spec.name
-        for spec in _specs(registry.benchmarks):
-            benchmark_family[spec.id], benchmark_name[spec.id] = spec.family, spec.name
+        for approach in _specs(registry.approaches):
+            approach_family[approach.id], approach_name[approach.id] = approach.family, approach.name
+        for benchmark in _specs(registry.benchmarks):
+            benchmark_family[benchmark.id], benchmark_name[benchmark.id] = benchmark.family, benchmark.name
     for column, mapping, key in (
         ("approach_family", approach_family, "approach"),
         ("benchmark_family", benchmark_family, "benchmark"),
@@ -52,7 +55,7 @@ def labels_for(frame: pd.DataFrame, registry: Registry | None) -> Labels:
     return Labels(approach_family, benchmark_family, approach_name, benchmark_name)
 
 
-def _specs(listing) -> list:
+def _specs(listing: Callable[[], list[_Spec]]) -> list[_Spec]:
     """The registry's specs; a broken user spec should not stop an analysis of other ids."""
     try:
         return listing()

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 import pandas as pd
 
@@ -213,7 +213,9 @@ def squadshifts_results(
         if institution:
             institutions.setdefault(name, institution)
     matches = match_squad([(name, institutions.get(name, "")) for name in names], squad_entries(squad_payload, origin=squad_origin))
-    rows = [(ids[name], f"squadshifts-{shift}", em, f1, name, f"SQuADShifts {SHIFT_NAMES[shift]}") for shift, name, _, em, f1 in models]
+    rows: list[tuple[str, str, float | None, float | None, str, str]] = [
+        (ids[name], f"squadshifts-{shift}", em, f1, name, f"SQuADShifts {SHIFT_NAMES[shift]}") for shift, name, _, em, f1 in models
+    ]
     rows += [(ids[m.model], SQUAD_TEST, m.entry.em, m.entry.f1, m.model, SQUAD_TEST_NAME) for m in matches if m.entry is not None]
     return ImportedResults(_tidy(rows, shifts_origin), _squadshifts_notes(models, matches))
 
@@ -311,11 +313,12 @@ def _match_one(name: str, institution: str, same_core: list[SquadEntry]) -> Matc
     candidates = same_institution or candidates
     day = _named_date(wanted.qualifier)
     if day is not None:
-        candidates = [entry for entry in candidates if entry.created is not None and _days_apart(entry.created, day) <= DATE_TOLERANCE]
-        if not candidates:
+        apart = [(entry, _days_apart(entry.created, day)) for entry in candidates if entry.created is not None]
+        near = [(entry, days) for entry, days in apart if days <= DATE_TOLERANCE]
+        if not near:
             return Match(name, None, NO_ENTRY_ON_DATE, len(scored))
-        nearest = min(_days_apart(entry.created, day) for entry in candidates)
-        candidates = [entry for entry in candidates if _days_apart(entry.created, day) == nearest]
+        nearest = min(days for _, days in near)
+        candidates = [entry for entry, days in near if days == nearest]
     chosen = max(candidates, key=lambda entry: (entry.created or 0, entry.description))
     return Match(name, chosen, MATCHED, len(scored))
 
@@ -409,6 +412,10 @@ def _display_name(value: Any, origin: str, where: str) -> str:
     return name
 
 
+@overload
+def _number(value: Any, origin: str, where: str, *, required: Literal[True]) -> float: ...
+@overload
+def _number(value: Any, origin: str, where: str, *, required: bool = False) -> float | None: ...
 def _number(value: Any, origin: str, where: str, *, required: bool = False) -> float | None:
     """A score: a JSON number or numeric text; null means "not scored" unless `required`."""
     if value is None and not required:

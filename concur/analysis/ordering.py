@@ -7,6 +7,8 @@ regenerating a figure never reshuffles it; the family order of tables and legend
 
 from __future__ import annotations
 
+from typing import Final
+
 import numpy as np
 import pandas as pd
 from scipy.cluster.hierarchy import leaves_list, linkage
@@ -15,7 +17,7 @@ from scipy.spatial.distance import squareform
 from concur.analysis.concurrence import ConcurrenceMatrix, Method, concurrence_matrix
 from concur.registry.registry import natural_key
 
-CLUSTER_METHOD = "average"  # UPGMA: a cluster's distance is the mean over its members, robust to one odd pair
+CLUSTER_METHOD: Final = "average"  # UPGMA: a cluster's distance is the mean over its members, robust to one odd pair
 MISSING_DISTANCE = 1.0  # 1 - 0: an unknown concurrence counts as no concurrence, neither close nor opposite
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from concur.analysis.bootstrap import BootstrapSettings, Comparison, bootstrap_matrix, compare_with_reference
-from concur.analysis.concurrence import METHOD_LABELS, METHOD_SYMBOLS, MIN_APPROACHES, Method, is_small_n
+from concur.analysis.concurrence import METHOD_LABELS, METHOD_SYMBOLS, MIN_APPROACHES, Method, is_small_n, number_at
 from concur.analysis.policy import Policy
 from concur.analysis.render import SMALL_N_MARK
 from concur.analysis.results import Results
@@ -67,7 +67,7 @@ def compare_pair(wide: pd.DataFrame, first: str, second: str, settings: Bootstra
     for method in Method:
         cell = bootstrap_matrix(wide[[first, second]], method, settings)
         value, n = cell.estimate.pair(first, second)
-        estimates.append(PairEstimate(method, value, float(cell.lower.loc[first, second]), float(cell.upper.loc[first, second]), n))
+        estimates.append(PairEstimate(method, value, number_at(cell.lower, first, second), number_at(cell.upper, first, second), n))
     tests = [compare_with_reference(wide, reference, first, second, method, settings) for method in Method] if reference else []
     return PairComparison(first, second, estimates, tests)
 

@@ -29,7 +29,10 @@ def reference_spec() -> dict[str, Any]:
 def reference_families() -> tuple[dict[str, str], dict[str, str]]:
     """(approach id -> family, benchmark id -> family) as the reference study assigns them."""
     spec = reference_spec()
-    invert = lambda table: {item: family for family, items in table.items() for item in items}  # noqa: E731
+
+    def invert(table: dict[str, list[str]]) -> dict[str, str]:
+        return {item: family for family, items in table.items() for item in items}
+
     return invert(spec["approach_families"]), invert(spec["benchmark_families"])
 
 

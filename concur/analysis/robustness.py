@@ -61,7 +61,7 @@ def to_axis(percent: np.ndarray | float, scaling: str) -> np.ndarray:
     if scaling == "linear":
         return values
     share = np.clip(values, CLIP_PERCENT, 100.0 - CLIP_PERCENT) / 100.0
-    return ndtri(share) if scaling == "probit" else logit(share)
+    return np.asarray(ndtri(share) if scaling == "probit" else logit(share), dtype=float)
 
 
 def from_axis(values: np.ndarray | float, scaling: str) -> np.ndarray:

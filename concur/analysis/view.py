@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from concur.analysis.labels import Labels, labels_for
@@ -29,8 +30,8 @@ class EMTable:
     notes: tuple[str, ...]
 
     def missing(self) -> list[tuple[str, str]]:
-        stacked = self.wide.isna().stack()
-        return [(str(approach), str(bench)) for (approach, bench), absent in stacked.items() if absent]
+        rows, columns = np.nonzero(self.wide.isna().to_numpy())
+        return [(str(self.wide.index[int(row)]), str(self.wide.columns[int(column)])) for row, column in zip(rows, columns)]
 
     def approach_families(self) -> dict[str, str]:
         return {approach: self.labels.approach_family.get(approach, "") for approach in self.wide.index}

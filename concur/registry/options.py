@@ -69,7 +69,7 @@ def read_options(cls: type, table: Table, member: str = "a known field") -> Any:
 
 def component(table: Table, key: str, kind: str) -> str:
     """The component name at `key` of `table`, resolved now, so a typo or a broken plugin names the file and field."""
-    name = table.get(key, str, required=True)
+    name: str = table.get(key, str, required=True)
     if ":" not in name:  # a short name: one of the built-ins or the installed plugins'
         table.choice(key, tuple(names(kind)))
     try:
@@ -96,7 +96,7 @@ def describe(hint: Any) -> str:
     return _NOUNS.get(hint, getattr(hint, "__name__", str(hint)))
 
 
-def _required(item: dataclasses.Field) -> bool:
+def _required(item: dataclasses.Field[Any]) -> bool:
     return item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING
 
 

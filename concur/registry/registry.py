@@ -92,7 +92,7 @@ class Registry:
         return sorted(self._approaches.values(), key=lambda spec: (APPROACH_FAMILIES.index(spec.family), natural_key(spec.id)))
 
 
-def natural_key(name: str) -> tuple:
+def natural_key(name: str) -> tuple[int | str, ...]:
     """Sort key that puts babi-2 before babi-11 and squad-1k before squad-10k."""
     return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name))
 
@@ -121,7 +121,7 @@ def _checked_id(path: Path, data: dict[str, Any]) -> str:
         raise SpecError(path, None, f"the file name gives the id {path.stem!r}, which is not valid: rename the file ({SPEC_ID_RULE})")
     if spec_id != path.stem:
         raise SpecError(path, "id", f"must equal the file name {path.stem!r}, got {spec_id!r}", line=toml_key_line(path, "id"))
-    return spec_id
+    return path.stem
 
 
 def _resolve_extends(spec_id: str, raw: dict[str, tuple[dict[str, Any], Path]], kind: str, chain: tuple[str, ...] = ()) -> dict[str, Any]:

@@ -71,7 +71,16 @@ def _empty_selection(
     return ConcurError(f"empty {kind} selection {request!r}: give {kinds}, or {ALL!r} for {every}{known}")
 
 
-def _expand(item, available, ordered, families, family_rank, present_families, kind, scope) -> list[str]:
+def _expand(
+    item: str,
+    available: Sequence[str],
+    ordered: list[str],
+    families: Mapping[str, str],
+    family_rank: Sequence[str],
+    present_families: set[str | None],
+    kind: str,
+    scope: str,
+) -> list[str]:
     what = f"{kind} {scope}".strip()  # e.g. "benchmark in these results"
     if item == ALL:
         return ordered
@@ -111,7 +120,7 @@ def family_order(
     """
     rank = {family: position for position, family in enumerate(family_rank)}
 
-    def key(item: str) -> tuple:
+    def key(item: str) -> tuple[int, str, bool, float, tuple[int | str, ...]]:
         family = families.get(item, "")
         position = rank.get(family, len(rank) if family else len(rank) + 1)
         score = math.nan if scores is None else float(scores.get(item, math.nan))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 from concur.errors import SpecError, closest
 
@@ -40,12 +40,16 @@ class Table:
             raise self.error(key, f"must be {_TYPE_NAMES.get(kind, kind.__name__)}, got {value!r}")
         return value
 
+    @overload
+    def table(self, key: str, *, required: Literal[True]) -> Table: ...
+    @overload
+    def table(self, key: str, *, required: bool = False) -> Table | None: ...
     def table(self, key: str, *, required: bool = False) -> Table | None:
         value = self.get(key, dict, required=required)
         return None if value is None else Table(value, self.path, f"{self.prefix}{key}.")
 
     def choice(self, key: str, choices: tuple[str, ...], default: str | None = None) -> str:
-        value = self.get(key, str, default, required=default is None)
+        value: str = self.get(key, str, default, required=default is None)
         if value not in choices:
             hint = closest(value, choices)
             raise self.error(key, f"{value!r} is not one of {', '.join(choices)}" + (f" (did you mean {hint!r}?)" if hint else ""))

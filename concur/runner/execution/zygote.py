@@ -109,7 +109,8 @@ def cuda_initialised(maps: Path = Path("/proc/self/maps")) -> bool:
         return False  # never loaded, so never initialised
     try:
         count = ctypes.c_int()
-        return ctypes.CDLL(loaded[0]).cuDeviceGetCount(ctypes.byref(count)) != CUDA_ERROR_NOT_INITIALIZED
+        status: int = ctypes.CDLL(loaded[0]).cuDeviceGetCount(ctypes.byref(count))
+        return status != CUDA_ERROR_NOT_INITIALIZED
     except (OSError, AttributeError):  # not a CUDA driver after all
         return True
 

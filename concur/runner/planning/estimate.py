@@ -149,7 +149,8 @@ def throughputs(rows: Iterable[Mapping[str, Any]]) -> Speeds:
 
 
 def _median(measured: Sequence[tuple[float, float, float, float]]) -> Throughput:
-    return Throughput(*(statistics.median(column) for column in zip(*measured)), jobs=len(measured))
+    fixed, per_example, per_test_question, devices = (statistics.median(column) for column in zip(*measured))
+    return Throughput(fixed, per_example, per_test_question, devices, jobs=len(measured))
 
 
 def _sized(speed: Throughput, sizes: Sequence[tuple[float, float, float, float]]) -> Throughput:
