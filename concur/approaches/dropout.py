@@ -28,7 +28,7 @@ from torch import nn
 _LANE_VALUES = 2**32  # a mask element's uniform number has 32 bits
 _HALF_LANE_VALUES = 2**16  # drawn 16 at a time
 _SEED_END = 2**62  # exclusive bound of the seed drawn from torch's generator
-_UNSIGNED = {2: np.uint16, 4: np.uint32, 8: np.uint64}  # by itemsize: the bits of a float mask
+_UNSIGNED: dict[int, type[np.unsignedinteger]] = {2: np.uint16, 4: np.uint32, 8: np.uint64}  # by itemsize: the bits of a float mask
 _SIGNED = {2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 

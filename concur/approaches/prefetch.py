@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterable, Iterator
-from typing import TypeVar
+from collections.abc import Generator, Iterable
+from typing import Final, TypeVar
 
 T = TypeVar("T")
 
@@ -13,7 +13,6 @@ T = TypeVar("T")
 # slow batch (a long passage) without holding the device up.
 CUDA_DEPTH = 2
 
-_END = object()  # the producer's last item: the source is exhausted (or failed, with the error beside it)
 _POLL_SECONDS = 0.1  # how often a producer blocked on a full queue checks whether the consumer has gone
 
 
@@ -23,7 +22,16 @@ def prefetch_depth(device: str) -> int:
     return CUDA_DEPTH if device.startswith("cuda") else 0
 
 
-def prefetched(items: Iterable[T], depth: int) -> Iterator[T]:
+class _End:
+    """The producer's last entry: the source is exhausted, or failed with `error`."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException | None) -> None:
+        self.error: Final = error
+
+
+def prefetched(items: Iterable[T], depth: int) -> Generator[T, None, None]:
     """`items` in their order, each computed up to `depth` items ahead of the consumer in a daemon thread.
 
     Collating a batch (padding, a reader's exact-match features) is NumPy and Python, up to a few ms; PyTorch
@@ -34,10 +42,10 @@ def prefetched(items: Iterable[T], depth: int) -> Iterator[T]:
     if depth < 1:
         yield from items
         return
-    ready: queue.Queue[tuple[object, BaseException | None]] = queue.Queue(maxsize=depth)
+    ready: queue.Queue[T | _End] = queue.Queue(maxsize=depth)
     gone = threading.Event()
 
-    def offer(entry: tuple[object, BaseException | None]) -> bool:
+    def offer(entry: T | _End) -> bool:
         while not gone.is_set():
             try:
                 ready.put(entry, timeout=_POLL_SECONDS)
@@ -49,22 +57,22 @@ def prefetched(items: Iterable[T], depth: int) -> Iterator[T]:
     def produce() -> None:
         try:
             for item in items:
-                if not offer((item, None)):
+                if not offer(item):
                     return
-            offer((_END, None))
+            offer(_End(None))
         except BaseException as error:  # noqa: BLE001 (handed to the consumer, which raises it)
-            offer((_END, error))
+            offer(_End(error))
 
     producer = threading.Thread(target=produce, name="concur-prefetch", daemon=True)
     producer.start()
     try:
         while True:
-            item, error = ready.get()
-            if item is _END:
-                if error is not None:
-                    raise error
+            entry = ready.get()
+            if isinstance(entry, _End):
+                if entry.error is not None:
+                    raise entry.error
                 return
-            yield item  # type: ignore[misc] (every item but the sentinel is a T)
+            yield entry
     finally:
         gone.set()
         producer.join()

@@ -150,7 +150,8 @@ def fit(
                 curve.add(piece_step(model, inputs, share))
             if plan.max_grad_norm > 0:
                 nn.utils.clip_grad_norm_(model.parameters(), plan.max_grad_norm)
-            rate = max(plan.scheduler.get_last_lr())  # the full rate of this step (layer-wise decay lowers the others)
+            # the full rate of this step (layer-wise decay lowers the others); a group's rate may be held as a tensor
+            rate = max(float(group_rate) for group_rate in plan.scheduler.get_last_lr())
             plan.optimizer.step()
             plan.scheduler.step()
             plan.optimizer.zero_grad(set_to_none=not piece_step.keeps_grads)

@@ -23,13 +23,14 @@ def pad_batch(
     width = padded_width(max(len(windows.input_ids[i]) for i in indices), multiple, cap)
     input_ids = np.full((len(indices), width), pad_id, dtype=np.int64)
     attention = np.zeros((len(indices), width), dtype=np.int64)
-    types = np.zeros((len(indices), width), dtype=np.int64) if windows.token_type_ids is not None else None
+    token_types = windows.token_type_ids
+    types = np.zeros((len(indices), width), dtype=np.int64) if token_types is not None else None
     for row, index in enumerate(indices):
         ids = windows.input_ids[index]
         input_ids[row, : len(ids)] = ids
         attention[row, : len(ids)] = 1
-        if types is not None:
-            types[row, : len(ids)] = windows.token_type_ids[index]
+        if types is not None and token_types is not None:
+            types[row, : len(ids)] = token_types[index]
     batch = {"input_ids": torch.from_numpy(input_ids), "attention_mask": torch.from_numpy(attention)}
     if types is not None:
         batch["token_type_ids"] = torch.from_numpy(types)

@@ -106,7 +106,8 @@ def _cached(
         return stored, True
     features = build(split, tokenizer, hparams)
     with atomic_open(path) as out:
-        np.savez(out, **to_arrays(features))
+        # allow_pickle spelled out (numpy's default) so no array's name can stand for it
+        np.savez(out, allow_pickle=True, **to_arrays(features))
     return features, False
 
 

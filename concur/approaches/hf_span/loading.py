@@ -102,7 +102,6 @@ def load_pretrained(spec: ApproachSpec, model_path: Path | None, log: Callable[[
     dropout, or with `stock_kernels` transformers' SDPA attention and PyTorch's dropout (`TrainingVariant.stock_kernels`)."""
     import torch
     from transformers import AutoConfig, AutoTokenizer
-    from transformers.models.auto.modeling_auto import MODEL_FOR_QUESTION_ANSWERING_MAPPING
 
     settings = model_settings(spec)
 
@@ -112,7 +111,7 @@ def load_pretrained(spec: ApproachSpec, model_path: Path | None, log: Callable[[
     with _quiet_transformers():
         config, source = _load_config(spec, settings, model_path, load_config)
         _apply_overrides(config, settings.config, spec)
-        model_class = MODEL_FOR_QUESTION_ANSWERING_MAPPING.get(type(config), None)
+        model_class = _span_model_class(config)
         if model_class is None:
             raise ConcurError(
                 f"approach {spec.id!r}: model {settings.name!r} is a {config.model_type!r} model, which has no span-extraction "
@@ -149,6 +148,16 @@ def load_pretrained(spec: ApproachSpec, model_path: Path | None, log: Callable[[
     if unused:
         log(f"checkpoint weights not used by the span model: {', '.join(unused)}")
     return LoadedModel(tokenizer, model, source.origin, attention, new_weights)
+
+
+def _span_model_class(config: Any) -> type[Any] | None:
+    """The span-extraction (AutoModelForQuestionAnswering) class of models with `config`; None when there is none."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_QUESTION_ANSWERING_MAPPING
+
+    # transformers annotates every lazy auto mapping's values as (slow, fast) pairs, what its tokenizer mapping holds;
+    # a model mapping's value is one model class
+    model_class: type[Any] | None = MODEL_FOR_QUESTION_ANSWERING_MAPPING.get(type(config), None)  # type: ignore[assignment]
+    return model_class
 
 
 def _load_config(spec: ApproachSpec, settings: ModelSettings, model_path: Path | None, load: Callable[[Source], T]) -> tuple[T, Source]:

@@ -89,7 +89,7 @@ class ReaderApproach:
             n_features=n_features(settings.linguistic_features),
             linguistic=settings.linguistic_features,
         )
-        model = self.model_class(hp, inputs).to(context.device)  # type: ignore[call-arg]
+        model = self.model_class(hp, inputs).to(context.device)
         use_fast_dropout(model)  # bulk CPU masks: a quarter of the cost of PyTorch's
         parameters = sum(p.numel() for p in model.parameters() if p.requires_grad)
         context.log(

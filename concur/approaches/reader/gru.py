@@ -37,11 +37,16 @@ def bidirectional_gru(ahead: nn.GRU, behind: nn.GRU, x: torch.Tensor, lengths: t
     states; `lengths` (B,) counts each row's real steps (at least 1). The input projections follow
     autocast (bf16 products under `--precision bf16`); the recurrence runs in fp32.
     """
-    projected = F.linear(x, torch.cat([ahead.weight_ih_l0, behind.weight_ih_l0]), torch.cat([ahead.bias_ih_l0, behind.bias_ih_l0]))
-    weights = torch.stack([ahead.weight_hh_l0, behind.weight_hh_l0])
-    biases = torch.stack([ahead.bias_hh_l0, behind.bias_hh_l0])
+    projected = F.linear(x, torch.cat(_both(ahead, behind, "weight_ih_l0")), torch.cat(_both(ahead, behind, "bias_ih_l0")))
+    weights = torch.stack(_both(ahead, behind, "weight_hh_l0"))
+    biases = torch.stack(_both(ahead, behind, "bias_hh_l0"))
     padding = torch.arange(x.shape[1], device=x.device) >= lengths.unsqueeze(1)  # (B, T)
     return _BidirectionalRecurrence.apply(projected, weights, biases, padding)
+
+
+def _both(ahead: nn.GRU, behind: nn.GRU, name: str) -> list[torch.Tensor]:
+    """The parameter `name` of both GRUs (`get_parameter`: nn.GRU sets its per-layer weights as untyped attributes)."""
+    return [ahead.get_parameter(name), behind.get_parameter(name)]
 
 
 def _time_major(directions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

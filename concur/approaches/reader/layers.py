@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import torch
@@ -20,6 +21,8 @@ from concur.approaches.reader.gru import bidirectional_gru
 
 # A logit that no real score reaches, but that stays finite in bf16/fp32 (so sums of two stay finite).
 MASKED = -1e30
+
+M = TypeVar("M", bound=nn.Module)
 
 
 @dataclass
@@ -35,6 +38,16 @@ class SpanLogits:
     spans: torch.Tensor | None = None  # (B, T, max_answer_length)
 
 
+def typed_modules(modules: nn.ModuleList, kind: type[M]) -> list[M]:
+    """The modules of `modules`, each a `kind` (TypeError otherwise): PyTorch types a ModuleList's items as plain Modules."""
+    typed: list[M] = []
+    for module in modules:
+        if not isinstance(module, kind):
+            raise TypeError(f"expected a ModuleList of {kind.__name__}, found a {type(module).__name__}")
+        typed.append(module)
+    return typed
+
+
 def masked_softmax(logits: torch.Tensor, mask: torch.Tensor, dim: int = -1, log: bool = False) -> torch.Tensor:
     """Softmax (in fp32) over the positions where `mask` is True; masked positions get (log-)probability ~0."""
     logits = logits.float().masked_fill(~mask, MASKED)
@@ -47,6 +60,8 @@ class WordEmbedding(nn.Module):
     Row 0 is padding and stays zero. `extend` appends fixed rows for words first met at
     prediction time that the pretrained vectors cover.
     """
+
+    fixed: torch.Tensor  # a buffer (`register_buffer`), replaced whole by `extend`
 
     def __init__(self, vectors: torch.Tensor, n_tuned: int) -> None:
         super().__init__()
@@ -236,7 +251,7 @@ def bidirectional_layer(ahead_rnn: nn.Module, behind_rnn: nn.Module, x: torch.Te
     On the CPU a GRU layer is one fused operation (`bidirectional_gru`); otherwise each direction
     is a one-way RNN over the padded batch, the backward one reading `reverse_within`.
     """
-    if isinstance(ahead_rnn, nn.GRU) and x.device.type == "cpu":
+    if isinstance(ahead_rnn, nn.GRU) and isinstance(behind_rnn, nn.GRU) and x.device.type == "cpu":
         return bidirectional_gru(ahead_rnn, behind_rnn, x, lengths)
     real = (torch.arange(x.shape[1], device=x.device) < lengths.unsqueeze(1)).unsqueeze(-1)
     ahead, behind = ahead_rnn(x)[0], behind_rnn(reverse_within(x, lengths))[0]
@@ -283,7 +298,7 @@ class BiRNN(nn.Module):
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         lengths = mask.sum(dim=1).clamp(min=1)
         outputs = []
-        for forward_rnn, backward_rnn in self.layers:
+        for forward_rnn, backward_rnn in typed_modules(self.layers, nn.ModuleList):
             x = bidirectional_layer(forward_rnn, backward_rnn, self.dropout(x), lengths)
             outputs.append(x)
         return torch.cat(outputs, dim=-1) if self.concat_layers else x

@@ -18,7 +18,7 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from concur.approaches.reader.annotation_cache import (
     AnnotationCache,
@@ -130,6 +130,13 @@ class Tagger:
         return annotations
 
 
+class _LeaveOut(TypedDict, total=False):
+    """The keyword that leaves components out of `spacy.load`: spaCy 2 disables them, spaCy 3 excludes them."""
+
+    disable: list[str]
+    exclude: list[str]
+
+
 def load_tagger(pipeline: str, approach_id: str, cache_dir: Path | None = None) -> Tagger:
     """The tagger of approach `approach_id`; raises ModelUnavailableError saying how to get spaCy or the pipeline."""
     return Tagger(pipeline, approach_id, cache_dir)
@@ -156,7 +163,7 @@ def _load_pipeline(pipeline: str, approach_id: str) -> Any:
             f"approach {approach_id!r} takes POS, NER and lemma features from spaCy, which is not installed; "
             f"install it with `pip install 'concur[features]'`, {_WITHOUT}"
         ) from error
-    leave_out = {"disable" if spacy.__version__.startswith("2.") else "exclude": _UNNEEDED}
+    leave_out: _LeaveOut = {"disable": _UNNEEDED} if spacy.__version__.startswith("2.") else {"exclude": _UNNEEDED}
     try:
         if Path(pipeline).is_dir() or pipeline_meta(pipeline) is None:
             return spacy.load(pipeline, **leave_out)

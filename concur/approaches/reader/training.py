@@ -24,7 +24,7 @@ from concur.approaches.prefetch import prefetch_depth, prefetched
 from concur.approaches.reader.batch import Batch, BatchContents, collate
 from concur.approaches.reader.encode import EncodedSplit
 from concur.approaches.reader.hparams.base import ReaderHParams
-from concur.approaches.reader.layers import best_spans, span_grid, span_loss
+from concur.approaches.reader.layers import SpanLogits, best_spans, span_grid, span_loss
 from concur.approaches.training import Plan, epoch_steps, fit
 from concur.progress import task_progress
 
@@ -90,10 +90,10 @@ class ReaderObjective:
     def batch(self, indices: np.ndarray) -> Batch:
         return collate(self.data, self.examples[indices], self.linguistic, self.hp.max_passage_tokens, self.contents).to(self.device)
 
-    def forward(self, model: nn.Module, batch: Batch) -> torch.Tensor:
+    def forward(self, model: nn.Module, batch: Batch) -> SpanLogits:
         return model(batch)
 
-    def loss(self, outputs: torch.Tensor, batch: Batch) -> torch.Tensor:
+    def loss(self, outputs: SpanLogits, batch: Batch) -> torch.Tensor:
         return span_loss(outputs, batch.c_mask, batch.starts, batch.ends, self.hp.max_answer_length)
 
 

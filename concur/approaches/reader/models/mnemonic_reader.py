@@ -44,7 +44,7 @@ from concur.approaches.reader.approach import ReaderApproach
 from concur.approaches.reader.batch import Batch, BatchContents
 from concur.approaches.reader.hparams.mnemonic_reader import MnemonicReaderHParams
 from concur.approaches.reader.inputs import ReaderInputs
-from concur.approaches.reader.layers import BiRNN, SpanLogits, WordEmbedding, masked_softmax, per_distinct_word
+from concur.approaches.reader.layers import BiRNN, SpanLogits, WordEmbedding, masked_softmax, per_distinct_word, typed_modules
 
 
 class CharBiLSTM(nn.Module):
@@ -195,6 +195,7 @@ class MnemonicReader(nn.Module):
         pairs = c_mask.unsqueeze(1) & c_mask.unsqueeze(2) & others  # (B, Tc, Tc), symmetric
         to_question = q_mask.unsqueeze(1)
         previous_e = previous_b = None
+        interactive_fusions, self_fusions = typed_modules(self.interactive_fusions, SFU), typed_modules(self.self_fusions, SFU)
         for t in range(len(self.aggregators)):
             e = self.interactive_scores[t](c, q)  # (B, Tc, Tq)
             if previous_e is not None and previous_b is not None and self.gamma > 0:
@@ -205,13 +206,13 @@ class MnemonicReader(nn.Module):
                 e = e + self.gamma * (through_self.transpose(1, 2) @ question_over_passage)
             attention = masked_softmax(e, to_question, dim=2)
             attended = attention.to(q.dtype) @ q
-            c_bar = self.interactive_fusions[t].fuse_alignment(c, attended)
+            c_bar = interactive_fusions[t].fuse_alignment(c, attended)
             b = self.self_scores[t](c_bar, c_bar)  # (B, Tc, Tc)
             if self.gamma > 0:
                 # re-attention: two passage words are related when they attend to the same question words
                 b = b + self.gamma * (attention @ attention.transpose(1, 2))
             attended = masked_softmax(b, pairs, dim=2).to(c_bar.dtype) @ c_bar
-            c_hat = self.self_fusions[t].fuse_alignment(c_bar, attended)
+            c_hat = self_fusions[t].fuse_alignment(c_bar, attended)
             c = self.aggregators[t](c_hat, c_mask)
             previous_e, previous_b = e, b
         last = (q_mask.sum(dim=1) - 1).clamp(min=0)

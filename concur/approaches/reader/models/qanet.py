@@ -42,7 +42,16 @@ from concur.approaches.reader.batch import Batch, BatchContents
 from concur.approaches.reader.hparams.qanet import QANetHParams
 from concur.approaches.reader.inputs import ReaderInputs
 from concur.approaches.reader.key_masked_attention import key_masked_attention
-from concur.approaches.reader.layers import AttentionFlow, CharCNN, Highway, SpanLogits, WordEmbedding, by_length, per_distinct_token
+from concur.approaches.reader.layers import (
+    AttentionFlow,
+    CharCNN,
+    Highway,
+    SpanLogits,
+    WordEmbedding,
+    by_length,
+    per_distinct_token,
+    typed_modules,
+)
 
 # §2.2 (4)-(5): the model encoder runs three times with shared weights; the output layer reads M0, M1 and M2.
 MODEL_ENCODER_PASSES = 3
@@ -69,13 +78,16 @@ def depthwise_over_time(conv: nn.Conv1d, x: torch.Tensor) -> torch.Tensor:
     under bf16 autocast: oneDNN's bf16 depthwise convolution is slower than its fp32 one, and its input (a
     layer norm's output) is fp32 already.
     """
+    padding = conv.padding
+    if isinstance(padding, str):  # "same" or "valid": a Conv1d built here always has a numeric padding
+        raise ValueError(f"depthwise_over_time needs a convolution with a numeric padding, not {padding!r}")
     image = x.transpose(1, 2).unsqueeze(2)
     weight = conv.weight.unsqueeze(2)
     if x.device.type == "cpu" and torch.is_autocast_enabled("cpu"):
         with torch.autocast("cpu", enabled=False):
-            out = F.conv2d(image.float(), weight, padding=(0, conv.padding[0]), groups=conv.groups)
+            out = F.conv2d(image.float(), weight, padding=(0, padding[0]), groups=conv.groups)
     else:
-        out = F.conv2d(image, weight, padding=(0, conv.padding[0]), groups=conv.groups)
+        out = F.conv2d(image, weight, padding=(0, padding[0]), groups=conv.groups)
     return out.squeeze(2).transpose(1, 2)
 
 
@@ -98,12 +110,13 @@ class EncoderBlock(nn.Module):
     def sublayers(self, mask: torch.Tensor) -> list[Callable[[torch.Tensor], torch.Tensor]]:
         """The block's residual functions f (applied as x + f(x)), in order."""
         pad = ~mask.unsqueeze(-1)
+        depthwise = typed_modules(self.depthwise, nn.Conv1d)
 
         def conv(i: int) -> Callable[[torch.Tensor], torch.Tensor]:
             def f(x: torch.Tensor) -> torch.Tensor:
                 # zero the padding so that a convolution reads the same values with or without it
                 y = self.conv_norms[i](x).masked_fill(pad, 0)
-                return F.relu(self.pointwise[i](depthwise_over_time(self.depthwise[i], y)))
+                return F.relu(self.pointwise[i](depthwise_over_time(depthwise[i], y)))
 
             return f
 
@@ -113,7 +126,7 @@ class EncoderBlock(nn.Module):
         def feed_forward(x: torch.Tensor) -> torch.Tensor:
             return self.ffn(self.ffn_norm(x))
 
-        return [conv(i) for i in range(len(self.depthwise))] + [attention, feed_forward]
+        return [conv(i) for i in range(len(depthwise))] + [attention, feed_forward]
 
     def attend(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         batch, length, dim = x.shape
@@ -132,13 +145,13 @@ class EncoderStack(nn.Module):
     def __init__(self, blocks: int, dim: int, convs: int, kernel: int, heads: int, dropout: float, final_survival: float) -> None:
         super().__init__()
         self.blocks = nn.ModuleList(EncoderBlock(dim, convs, kernel, heads) for _ in range(blocks))
-        total = sum(block.n_sublayers for block in self.blocks)
+        total = sum(block.n_sublayers for block in typed_modules(self.blocks, EncoderBlock))
         self.survival = [1 - layer / total * (1 - final_survival) for layer in range(1, total + 1)]
         self.dropout_p = dropout
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         layer = 0
-        for block in self.blocks:
+        for block in typed_modules(self.blocks, EncoderBlock):
             x = x + position_encoding(x.shape[1], x.shape[2], x.device).to(x.dtype)
             for f in block.sublayers(mask):
                 survival = self.survival[layer]
