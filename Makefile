@@ -2,9 +2,10 @@
 #
 #   make demo   install, then run the main job offline: the quick-start concurrence study and its report
 #               (DATA=DIR: the directory holding the public source files; without it, concur names what it needs)
-#   make test   install with test extras, check the layer contract (.importlinter) and the code (ruff), build the
-#               docs site (mkdocs.yml, strict), then run the whole test suite on every core (pytest-xdist; the Slurm
-#               tests share one worker, as they share one cluster)
+#   make test   install with test extras, check the layer contract (.importlinter), the code (ruff) and the types
+#               of the whole concur package (mypy; strict for registry/, analysis/ and runner/, see [tool.mypy] in
+#               pyproject.toml), build the docs site (mkdocs.yml, strict), then run the whole test suite on every
+#               core (pytest-xdist; the Slurm tests share one worker, as they share one cluster)
 #
 # Both create a virtual environment in $(VENV) and install PyTorch's CPU build first
 # (TORCH=...), so pip does not fetch a multi-gigabyte CUDA build; with a GPU, pass e.g.
@@ -49,5 +50,6 @@ test: venv spacy2
 	$(BIN)/python $(PIP_INSTALL) -e '.[test,minilm,features]'
 	$(BIN)/lint-imports
 	$(BIN)/ruff check --quiet .
+	$(BIN)/mypy
 	$(BIN)/mkdocs build --strict --quiet
 	CONCUR_TEST_SPACY2_PYTHON=$(SPACY2) $(BIN)/python -m pytest -n auto --dist loadgroup

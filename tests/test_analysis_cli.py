@@ -108,7 +108,7 @@ def test_store_results_from_a_real_job(concur, tmp_path, tiny_registry):
     rows = list(csv.DictReader(io.StringIO(result.stdout)))
     assert len(rows) == 1
     assert (rows[0]["approach"], rows[0]["benchmark"], rows[0]["hparam_id"], rows[0]["seed"]) == ("tiny-bert", "tiny-babi", "0", "0")
-    assert float(rows[0]["em"]) == pytest.approx(outcome.result["scores"]["exact_match"])
+    assert float(rows[0]["em"]) == pytest.approx(outcome.result.exact_match)
     empty = concur("--runs-dir", str(tmp_path / "nothing"), "matrix")
     assert empty.returncode == 2 and "no results store at" in empty.stderr and "--runs-dir" in empty.stderr
 

@@ -188,14 +188,15 @@ def test_a_job_settled_by_another_driver_is_neither_failed_nor_counted_as_run_he
     from types import SimpleNamespace
 
     from concur.runner.records.jobdir import JobState
+    from concur.runner.records.result import Accounting, JobResult, Scores
     from concur.runner.scheduling import progress_view
 
     lines: list[str] = []
     view = progress_view.GridProgress(2, lines.append)
     job = SimpleNamespace(key="k1", describe=lambda: "rasor on babi-1 (hparams 0, seed 0)")
-    view.settled_elsewhere(SimpleNamespace(job=job, state=JobState.RUNNING, result={"owner": "process 7 on vm"}))
+    view.settled_elsewhere(SimpleNamespace(job=job, state=JobState.RUNNING, result=None, owner="process 7 on vm"))
     assert lines == [] and view.ran == {} and view.counts == {"running": 1}  # the pool already said where it runs
-    scores = {"scores": {"exact_match": 50.0, "f1": 60.0}, "accounting": {"wall_seconds": 12.0}}
-    view.settled_elsewhere(SimpleNamespace(job=job, state=JobState.DONE, result=scores))
+    result = JobResult(job={"key": "k1"}, status="ok", scores=Scores(50.0, 60.0), accounting=Accounting(wall_seconds=12.0))
+    view.settled_elsewhere(SimpleNamespace(job=job, state=JobState.DONE, result=result))
     assert lines == ["[1/2] done rasor on babi-1 (hparams 0, seed 0): EM 50.00  F1 60.00  (12 s) (by another driver)"]
     assert view.ran == {} and view.wall_line().startswith("0 jobs ran in ")

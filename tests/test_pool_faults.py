@@ -163,10 +163,10 @@ def test_cuda_out_of_memory_halves_the_per_device_batch_and_is_recorded(tmp_path
     spec, bench, workspace, _ = _setup(tmp_path, tiny_registry)
     job = make_job(spec, bench, seed=0)
     result = execute_job(job, spec, bench, workspace, RunOptions(device="cpu"), echo=lambda line: None)
-    assert result["status"] == "ok"
-    assert [retry["per_device_batch_size"] for retry in result["oom_retries"]] == [16, 8]  # the spec's batch is 16
-    assert result["per_device_batch_size"] == 4
-    assert result["train"]["optimizer_steps"] == 16  # 2 epochs of 120 questions in batches of 16: the effective batch is kept
+    assert result.status == "ok"
+    assert [retry["per_device_batch_size"] for retry in result.oom_retries] == [16, 8]  # the spec's batch is 16
+    assert result.per_device_batch_size == 4
+    assert result.train["optimizer_steps"] == 16  # 2 epochs of 120 questions in batches of 16: the effective batch is kept
     assert "retrying with 8 (twice the accumulation)" in (workspace.jobs_dir / job.key / "log").read_text()
 
 
@@ -187,8 +187,8 @@ def test_a_nan_loss_fails_the_job_with_its_step(tmp_path, tiny_registry, monkeyp
     spec, bench, workspace, _ = _setup(tmp_path, tiny_registry)
     job = make_job(spec, bench, seed=0)
     result = execute_job(job, spec, bench, workspace, RunOptions(device="cpu"), echo=lambda line: None)
-    assert result["status"] == "failed"
-    assert result["error"] == "NonFiniteLossError: the training loss became nan by step 3 of 16 (mean of steps 3-3)"
+    assert result.status == "failed"
+    assert result.error == "NonFiniteLossError: the training loss became nan by step 3 of 16 (mean of steps 3-3)"
     assert JobDir(workspace.jobs_dir / job.key).state() is JobState.FAILED
 
 
@@ -197,18 +197,18 @@ def test_every_result_is_accounted(tmp_path, tiny_registry):
     job = make_job(spec, bench, seed=0)
     age, clock = process_age_seconds(), time.perf_counter()
     result = execute_job(job, spec, bench, workspace, RunOptions(device="cpu", threads=2), echo=lambda line: None)
-    accounting = result["accounting"]
+    accounting = result.accounting
     # this process's age when the job's clock started
-    assert age - 0.02 <= accounting["startup_seconds"] <= age + (time.perf_counter() - clock) + 0.02
-    assert accounting["device_kind"] == "cpu" and accounting["devices"] == 2
-    assert accounting["device_seconds"] == pytest.approx(2 * accounting["wall_seconds"])
-    assert accounting["wall_seconds"] >= result["train_seconds"] + result["eval_seconds"]
-    assert accounting["peak_memory_bytes"] > 100 * 2**20  # a Python process with PyTorch loaded
-    assert {"concur", "python", "torch", "transformers", "platform"} <= set(result["versions"])
+    assert age - 0.02 <= accounting.startup_seconds <= age + (time.perf_counter() - clock) + 0.02
+    assert accounting.device_kind == "cpu" and accounting.devices == 2
+    assert accounting.device_seconds == pytest.approx(2 * accounting.wall_seconds)
+    assert accounting.wall_seconds >= result.train_seconds + result.eval_seconds
+    assert accounting.peak_memory_bytes > 100 * 2**20  # a Python process with PyTorch loaded
+    assert {"concur", "python", "torch", "transformers", "platform"} <= set(result.versions)
     store.record(result, workspace.jobs_dir / job.key)
     row = store.get(job.key)
-    assert row["device_seconds"] == accounting["device_seconds"] and row["device_kind"] == "cpu" and row["attempts"] == 1
-    assert row["startup_seconds"] == accounting["startup_seconds"]
+    assert row["device_seconds"] == accounting.device_seconds and row["device_kind"] == "cpu" and row["attempts"] == 1
+    assert row["startup_seconds"] == accounting.startup_seconds
 
 
 def test_a_process_age_is_read_after_its_command_name_in_clock_ticks_since_boot():

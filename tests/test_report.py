@@ -27,9 +27,10 @@ from concur.fsutil import atomic_write_json
 from concur.registry import default_registry
 from concur.report.content import ReportOptions, build_report
 from concur.report.page import FILES_DIR, INDEX, write_report
-from concur.runner.jobdir import JobDir
-from concur.runner.store import Store
-from concur.runner.study import load_study, plan_study
+from concur.runner.planning.study import load_study, plan_study
+from concur.runner.records.jobdir import JobDir
+from concur.runner.records.result import JobResult
+from concur.runner.records.store import Store
 from concur.workspace import Workspace
 from tests.conftest import REPO
 
@@ -86,7 +87,7 @@ def toy_runs(tmp_path) -> Workspace:
         job_dir = JobDir(workspace.jobs_dir / result["job"]["key"])
         job_dir.path.mkdir(parents=True)
         atomic_write_json(job_dir.path / "job.json", result["job"])
-        job_dir.write_result(result)
+        job_dir.write_result(JobResult.from_json(result))
     Store(workspace.db_path).sync(workspace.jobs_dir)
     return workspace
 
@@ -261,7 +262,7 @@ def test_study_results_are_described_from_the_studys_own_jobs(tmp_path, tiny_reg
     study = load_study(study_file)
     for planned, em in zip(plan_study(registry, study, workspace).jobs, (40.0, 60.0)):
         result = _result("tiny-bert", "tiny-babi", 0, em)
-        JobDir(workspace.jobs_dir / planned.job.key).write_result({**result, "job": planned.job.definition()})
+        JobDir(workspace.jobs_dir / planned.job.key).write_result(JobResult.from_json({**result, "job": planned.job.definition()}))
     source = f"study:{study_file}"
 
     def load(requests):

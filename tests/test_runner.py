@@ -95,7 +95,7 @@ def test_failed_job_keeps_traceback_and_retries_on_request(tmp_path, tiny_regist
     again = _run(spec, bench, workspace, store)
     assert not again.ran and again.state is JobState.FAILED
     retried = _run(spec, bench, workspace, store, retry_failed=True)
-    assert retried.ran and retried.result["started_at"] >= outcome.result["started_at"]
+    assert retried.ran and retried.result.started_at >= outcome.result.started_at
 
 
 def test_full_disk_leaves_no_result_and_the_job_reruns(tmp_path, tiny_registry, monkeypatch):

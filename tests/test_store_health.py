@@ -26,6 +26,7 @@ import pytest
 from concur.errors import DamagedFileError
 from concur.fsutil import atomic_write_json
 from concur.runner.records.jobdir import JobDir, file_stamp
+from concur.runner.records.result import JobResult
 from concur.runner.records.store import Store, finished_jobs
 from concur.workspace import Workspace
 from tests.conftest import Ran
@@ -65,7 +66,7 @@ def _write_job(workspace: Workspace, result: dict, *, finished: bool = True) -> 
     job.path.mkdir(parents=True)
     atomic_write_json(job.path / "job.json", {**result["job"], "host": "elsewhere", "pid": 1})
     if finished:
-        job.write_result(result)
+        job.write_result(JobResult.from_json(result))
     return job
 
 
@@ -128,11 +129,12 @@ WRITER = """
 import sys, time
 from pathlib import Path
 from concur.runner.records.jobdir import JobDir, file_stamp
+from concur.runner.records.result import JobResult
 from concur.runner.records.store import Store
 index, root, go = int(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
 job = {"key": f"job-{index:02d}", "approach": "rasor", "benchmark": "squad", "hparam_id": 0, "seed": index,
        "hparams": {}, "data_hash": "0" * 16, "result_version": 1}
-result = {"job": job, "status": "ok", "scores": {"exact_match": float(index), "f1": float(index)}}
+result = JobResult.from_json({"job": job, "status": "ok", "scores": {"exact_match": float(index), "f1": float(index)}})
 job_dir = JobDir(root / "jobs" / job["key"])
 job_dir.path.mkdir(parents=True)
 job_dir.write_result(result)
@@ -368,7 +370,7 @@ def test_a_score_outside_0_100_is_named_by_job_and_left_out_of_every_analysis(cl
     job = JobDir(runs.jobs_dir / _key("bidaf", "squad"))
     edited = json.loads(job.result_path.read_text())
     edited["scores"]["exact_match"] = 150.0
-    job.write_result(edited)
+    atomic_write_json(job.result_path, edited)  # by hand: concur itself never writes such a result
     with sqlite3.connect(runs.db_path) as connection:  # the index holds the edited file's row, stamp and all
         connection.execute("UPDATE jobs SET em = 150.0, result_stamp = ? WHERE key = ?", (file_stamp(job.result_path), job.path.name))
     problem = "exact_match 150.0 is not a percentage within 0-100, for bidaf on squad, hparams 0, seed 0"
@@ -402,7 +404,7 @@ def test_a_result_written_but_not_indexed_is_seen_and_indexed(cli, runs):
     assert extra.path.name in _indexed_keys(runs)  # the reader could write, so it indexed it
     rewritten = _result("docreader", "babi-1", 68.0)
     time.sleep(0.01)
-    extra.write_result(rewritten)  # a newer file under the same key: its stamp tells
+    extra.write_result(JobResult.from_json(rewritten))  # a newer file under the same key: its stamp tells
     status = cli(runs, "status")
     _clean_exit(status)
     assert extra.path.name in status.stdout and "68.00" in status.stdout and "66.00" not in status.stdout

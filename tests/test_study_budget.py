@@ -19,13 +19,13 @@ from concur.data.prepare import PreparedBenchmark, prepare
 from concur.data.sources import SourceLocator
 from concur.errors import ConcurError, MissingSourceError, SpecError
 from concur.registry import default_registry
-from concur.runner.availability import check_sources, missing_sources
-from concur.runner.budget import Budget, apply_subset, take_subset
-from concur.runner.grid import expand_grid
-from concur.runner.hparams import hparam_settings
-from concur.runner.jobs import Job, make_job
-from concur.runner.store import Store
-from concur.runner.study import load_study
+from concur.runner.planning.availability import check_sources, missing_sources
+from concur.runner.planning.budget import Budget, apply_subset, take_subset
+from concur.runner.planning.grid import expand_grid
+from concur.runner.planning.hparams import hparam_settings
+from concur.runner.planning.jobs import Job, make_job
+from concur.runner.planning.study import load_study
+from concur.runner.records.store import Store
 from concur.workspace import Workspace
 from tests.conftest import REPO, SHARED_DATA, shared_file, write_babi_like
 
@@ -320,7 +320,7 @@ def test_a_study_without_its_data_stops_before_any_job(concur, tmp_path):
 
 
 def test_an_override_of_a_programmatic_grid_is_a_plain_error():
-    from concur.runner.grid import GridRequest
+    from concur.runner.planning.grid import GridRequest
 
     request = GridRequest("tiny-rasor", "babi-1", overrides={"tiny-rasor": {"epoch": 1.0}})
     with pytest.raises(ConcurError, match=r"hyperparameter override hparams.tiny-rasor.epoch: is not a hyperparameter of 'rasor'"):

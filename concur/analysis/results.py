@@ -27,6 +27,7 @@ from concur.errors import ConcurError, MissingSourceError, UnknownNameError
 from concur.registry.registry import Registry, default_registry
 from concur.runner.planning.study import load_study, plan_study
 from concur.runner.records.jobdir import JobState
+from concur.runner.records.result import OK_STATUS
 from concur.runner.records.store import finished_jobs
 from concur.workspace import Workspace
 
@@ -35,7 +36,6 @@ STUDY_PREFIX = "study:"  # `study:FILE.toml`, a study's own results
 REFERENCES = {"liu2023": liu2023, "liu2023-published": liu2023_published_squad}
 NAMED_SOURCES = (*REFERENCES, STORE, f"{STUDY_PREFIX}FILE.toml", *LEADERBOARDS)
 SEPARATOR = "+"
-OK_STATUS = "ok"
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ def study_results(path: Path, registry: Registry, workspace: Workspace) -> tuple
     if not workspace.root.is_dir():
         raise MissingSourceError(f"no runs directory at {workspace.root}: no job of study {study.name} has run there; pass --runs-dir")
     plan = plan_study(registry, study, workspace)
-    done = [planned for planned in plan.jobs if planned.state == JobState.DONE.value and planned.result is not None]
+    done = [(planned, planned.result) for planned in plan.jobs if planned.state == JobState.DONE.value and planned.result is not None]
     frame = pd.DataFrame(
         [
             {
@@ -103,10 +103,10 @@ def study_results(path: Path, registry: Registry, workspace: Workspace) -> tuple
                 "benchmark": planned.point.bench.id,
                 "hparam_id": planned.point.setting.id,
                 "seed": planned.point.seed,
-                "em": planned.result["scores"]["exact_match"],
-                "f1": planned.result["scores"]["f1"],
+                "em": result.exact_match,
+                "f1": result.f1,
             }
-            for planned in done
+            for planned, result in done
         ],
         columns=["approach", "benchmark", "hparam_id", "seed", "em", "f1"],
     )

@@ -23,13 +23,13 @@ from concur.cli.run_options import (
     WAIT_OPTION,
     WORKERS_OPTION,
 )
-from concur.errors import ConcurError, JobsFailedError, JobsUnfinishedError
+from concur.errors import ConcurError
 from concur.runner.planning.budget import Budget
 from concur.runner.planning.grid import GridRequest
 from concur.runner.records.jobdir import JobState
 from concur.runner.scheduling.driver import run_grid
 from concur.runner.scheduling.executor import Execution, Executor
-from concur.runner.scheduling.outcomes import Outcome
+from concur.runner.scheduling.outcomes import Outcome, raise_unless_complete
 
 APPROACH_OPTION = typer.Option(
     ..., "--approach", "-a", help="Approach ids, globs or families (family:NAME); repeatable or comma-separated, e.g. 'bert-*'."
@@ -108,7 +108,7 @@ def run_and_report(
         _report_one(ran.outcomes[0], state.workspace().jobs_dir)
     else:
         _report_grid(ran.outcomes, ran.points)
-    _raise_unless_complete(ran.outcomes)
+    raise_unless_complete(ran.outcomes)
 
 
 def _report_one(outcome: Outcome, jobs_dir: Path) -> None:
@@ -118,20 +118,22 @@ def _report_one(outcome: Outcome, jobs_dir: Path) -> None:
         return  # named above, and in the closing error
     if outcome.state is JobState.FAILED:
         hint = "" if outcome.ran else " (it failed before; rerun with --retry-failed)"
-        raise ConcurError(f"job {job.key} ({job.describe()}) failed: {result.get('error')}{hint}; traceback in {job_dir / 'result.json'}")
+        raise ConcurError(f"job {job.key} ({job.describe()}) failed: {outcome.error}{hint}; traceback in {job_dir / 'result.json'}")
     if outcome.state is JobState.RUNNING:
         out.print(f"no result yet: {job.describe()}  job {job.key} is running in {outcome.owner}; `concur status` shows it")
         return
     if outcome.state is JobState.INTERRUPTED:
         out.print(f"interrupted: {job.describe()}  job {job.key} has no result yet; run it again to finish it")
         return
-    scores = result["scores"]
+    if result is None or result.scores is None:
+        raise ConcurError(f"job {job.key} ({job.describe()}): its result in {job_dir} holds no scores")
+    scores = result.scores
     prefix = "done" if outcome.ran else "already done, nothing to run"
     out.print(f"{prefix}: {job.describe()}  job {job.key}")
     out.print(
-        f"EM {scores['exact_match']:.2f}  F1 {scores['f1']:.2f}  "
-        f"({scores['n_questions']:,} test questions, {scores['n_missing']:,} unanswered)  "
-        f"train {result['train_seconds']:.1f} s  eval {result['eval_seconds']:.1f} s  on {result['device']}"
+        f"EM {scores.exact_match:.2f}  F1 {scores.f1:.2f}  "
+        f"({scores.n_questions or 0:,} test questions, {scores.n_missing or 0:,} unanswered)  "
+        f"train {result.train_seconds or 0.0:.1f} s  eval {result.eval_seconds or 0.0:.1f} s  on {result.device}"
     )
     out.print(f"results: {job_dir}")
 
@@ -140,53 +142,15 @@ def _report_grid(outcomes: list[Outcome], points: int) -> None:
     rows = []
     for outcome in outcomes:
         job, result = outcome.job, outcome.result
-        scores = result.get("scores") or {}
         state = outcome.state.value if outcome.ran else f"{outcome.state.value} (before)"
-        error = (result.get("error") or (f"running in {outcome.owner}" if outcome.owner else ""))[:ERROR_WIDTH]
-        em, f1 = number(scores.get("exact_match")), number(scores.get("f1"))
+        error = (outcome.error or (f"running in {outcome.owner}" if outcome.owner else ""))[:ERROR_WIDTH]
+        em, f1 = (number(result.exact_match), number(result.f1)) if result else (number(None), number(None))
         rows.append([job.approach, job.benchmark, job.hparam_id, job.seed, state, em, f1, job.key, error])
     counts = Counter(outcome.state.value for outcome in outcomes)
     ran = sum(outcome.ran for outcome in outcomes)
     same = f" ({points - len(outcomes)} grid points repeat another's settings)" if points > len(outcomes) else ""
     title = f"{len(outcomes)} jobs{same}, {ran} run now: " + "  ".join(f"{count} {name}" for name, count in sorted(counts.items()))
     print_table(title, ["approach", "benchmark", "hparams", "seed", "state", "EM", "F1", "key", "error"], rows)
-
-
-def _raise_unless_complete(outcomes: list[Outcome]) -> None:
-    """End a grid that is not complete in the error that says what is missing and the fix that works for it."""
-    failed = [outcome for outcome in outcomes if outcome.state is JobState.FAILED]
-    unfinished = [outcome for outcome in outcomes if not outcome.finished]
-    left = f"; {_unfinished_phrase(unfinished)}" if unfinished else ""
-    if failed:
-        damaged = sum(outcome.damaged for outcome in failed)
-        ran_and_failed = len(failed) - damaged
-        parts = []
-        if ran_and_failed:
-            parts.append(f"{ran_and_failed} failed: `concur status` shows their errors, --retry-failed runs them again")
-        if damaged:
-            parts.append(
-                f"{damaged} {'has a damaged result file' if damaged == 1 else 'have damaged result files'} (named above): "
-                "`concur store check` lists them, and --retry-failed (or `concur store rebuild`) moves them aside and runs the jobs again"
-            )
-        raise JobsFailedError(f"{len(failed)} of {len(outcomes)} jobs have no usable result: " + "; ".join(parts) + left)
-    if unfinished:
-        raise JobsUnfinishedError(f"{len(unfinished)} of {len(outcomes)} jobs have no result yet: {_unfinished_phrase(unfinished)}")
-
-
-def _unfinished_phrase(unfinished: list[Outcome]) -> str:
-    """The jobs without a result, by who has them, and how to finish them."""
-    owners = Counter(_owner_kind(outcome) for outcome in unfinished)
-    parts = [f"{count} {kind}" for kind, count in owners.items()]
-    held = any(outcome.state is JobState.RUNNING for outcome in unfinished)
-    how = "run the same command again (without --no-wait) to wait for them" if held else "run the same command again to run them"
-    return ", ".join(parts) + f"; {how} (it runs only the jobs without a result), or `concur status` to see them"
-
-
-def _owner_kind(outcome: Outcome) -> str:
-    if outcome.state is JobState.INTERRUPTED:
-        return "interrupted (they run again)"
-    owner = outcome.owner or "another driver"
-    return "queued in Slurm" if owner.startswith("Slurm job") else f"running in {owner}"
 
 
 def _seeds(text: str) -> tuple[int, ...]:

@@ -69,14 +69,13 @@ def _show_cost(hours: DeviceHours, output: Format) -> None:
     if output is Format.json:
         print_json(
             {
-                "cells": [{"approach": a, "benchmark": b, **cell} for (a, b), cell in sorted(hours.cells.items())],
-                "approaches": {a: dict(c) for a, c in sorted(hours.approaches.items())},
-                "total": dict(hours.total),
+                "cells": [{"approach": a, "benchmark": b, **cell.as_dict()} for (a, b), cell in sorted(hours.cells.items())],
+                "approaches": {a: cost.as_dict() for a, cost in sorted(hours.approaches.items())},
+                "total": hours.total.as_dict(),
             }
         )
         return
-    rows = [[a, b, cell["jobs"], f"{cell['gpu_hours']:.3f}", f"{cell['cpu_hours']:.3f}"] for (a, b), cell in sorted(hours.cells.items())]
-    rows += [[a, "all", c["jobs"], f"{c['gpu_hours']:.3f}", f"{c['cpu_hours']:.3f}"] for a, c in sorted(hours.approaches.items())]
-    total = hours.total
-    rows.append(["all", "all", total["jobs"], f"{total['gpu_hours']:.3f}", f"{total['cpu_hours']:.3f}"])
+    named = [(a, b, cell) for (a, b), cell in sorted(hours.cells.items())]
+    named += [(a, "all", cost) for a, cost in sorted(hours.approaches.items())] + [("all", "all", hours.total)]
+    rows = [[a, b, cost.jobs, f"{cost.of('gpu'):.3f}", f"{cost.of('cpu'):.3f}"] for a, b, cost in named]
     print_table("device-hours of finished jobs", ["approach", "benchmark", "jobs", "GPU-hours", "CPU core-hours"], rows)

@@ -20,14 +20,15 @@ import pandas as pd
 import concur
 from concur.analysis.leaderboards import LEADERBOARDS
 from concur.analysis.reference import reference_spec
-from concur.analysis.results import OK_STATUS, REFERENCES, STORE, STUDY_PREFIX, Results
+from concur.analysis.results import REFERENCES, STORE, STUDY_PREFIX, Results
 from concur.analysis.view import EMTable
 from concur.registry import Registry
 from concur.runner.planning.estimate import throughputs
 from concur.runner.planning.grid import GridRequest
-from concur.runner.planning.study import Plan, PlannedJob, Study, load_study, plan_study
+from concur.runner.planning.study import Plan, Study, load_study, plan_study
 from concur.runner.records.jobdir import JobState
-from concur.runner.records.store import ActiveJob, active_jobs, finished_jobs, row_from_result
+from concur.runner.records.result import FAILED_STATUS, OK_STATUS, JobResult
+from concur.runner.records.store import ActiveJob, active_jobs, finished_jobs
 from concur.workspace import Workspace
 
 SECONDS_PER_HOUR = 3600.0
@@ -43,7 +44,7 @@ RESULTS_STORE = "results store"
 RESULTS_FILE = "results file"
 STUDY_RESULTS = "study results"
 MEASURED = (RESULTS_STORE, STUDY_RESULTS)  # kinds of source whose jobs concur ran
-STORE_STATES = {OK_STATUS: JobState.DONE.value, "failed": JobState.FAILED.value}
+STORE_STATES = {OK_STATUS: JobState.DONE.value, FAILED_STATUS: JobState.FAILED.value}
 NOT_RECORDED = "not recorded"
 VERSION_ORDER = ("concur", "python", "torch", "transformers", "cuda", "cudnn", "platform")
 
@@ -154,7 +155,7 @@ def collect_provenance(results: Results, table: EMTable, *, workspace: Workspace
         jobs.update((row["key"], row) for row in store_rows)
     if plan is not None and study_sources:
         jobs.update(
-            (planned.job.key, _job_row(planned, workspace))
+            (planned.job.key, _job_row(planned.result, workspace.jobs_dir / planned.job.key))
             for planned in plan.jobs
             if planned.job is not None and planned.result is not None
         )
@@ -166,11 +167,10 @@ def collect_provenance(results: Results, table: EMTable, *, workspace: Workspace
     return provenance
 
 
-def _job_row(planned: PlannedJob, workspace: Workspace) -> dict[str, Any]:
+def _job_row(result: JobResult, job_dir: Path) -> dict[str, Any]:
     """A finished job of a plan as the index would hold it, its hyperparameters and versions as read (not JSON-encoded)."""
-    result = planned.result
-    row = row_from_result(result, workspace.jobs_dir / planned.job.key)
-    return {**row, "hparams": result["job"]["hparams"], "versions": result.get("versions") or {}}
+    row = result.index_row(job_dir)
+    return {**row, "hparams": result.job["hparams"], "versions": dict(result.versions or {})}
 
 
 def selected_rows(frame: pd.DataFrame, table: EMTable) -> pd.DataFrame:
@@ -278,7 +278,7 @@ def _versions_label(versions: dict[str, Any]) -> str:
 
 def _tallies(rows: list[dict[str, Any]], label_of: Callable[[dict[str, Any]], str]) -> list[Tally]:
     jobs: Counter[str] = Counter()
-    seconds: Counter[str] = Counter()
+    seconds: dict[str, float] = defaultdict(float)
     for row in rows:
         label = label_of(row)
         jobs[label] += 1

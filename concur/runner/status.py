@@ -15,6 +15,7 @@ from typing import Any
 
 from concur.errors import ConcurError, DamagedFileError
 from concur.runner.records.jobdir import JobState
+from concur.runner.records.result import OK_STATUS
 from concur.runner.records.store import Store, active_jobs, finished_jobs, writable
 from concur.runner.scheduling.slurm import collect_submitted
 from concur.workspace import Workspace
@@ -53,12 +54,32 @@ class Survey:
 
 
 @dataclass
+class Cost:
+    """Jobs and the hours they ran, by kind of device: "gpu", "cpu" (core-hours), "unknown" (not recorded)."""
+
+    jobs: int = 0
+    hours: dict[str, float] = field(default_factory=dict)
+
+    def add(self, jobs: int, hours: dict[str, float]) -> None:
+        self.jobs += jobs
+        for kind, value in hours.items():
+            self.hours[kind] = self.hours.get(kind, 0.0) + value
+
+    def of(self, kind: str) -> float:
+        return self.hours.get(kind, 0.0)
+
+    def as_dict(self) -> dict[str, float]:
+        """`{"jobs": n, "gpu_hours": h, ...}` with the kinds it has, as `concur status --cost --format json` gives it."""
+        return {"jobs": self.jobs, **{f"{kind}_hours": value for kind, value in self.hours.items()}}
+
+
+@dataclass
 class DeviceHours:
     """Jobs and device-hours (GPU and CPU core apart) per (approach, benchmark), per approach and in all."""
 
-    cells: dict[tuple[str, str], Counter[str]] = field(default_factory=dict)
-    approaches: dict[str, Counter[str]] = field(default_factory=dict)
-    total: Counter[str] = field(default_factory=Counter)
+    cells: dict[tuple[str, str], Cost] = field(default_factory=dict)
+    approaches: dict[str, Cost] = field(default_factory=dict)
+    total: Cost = field(default_factory=Cost)
 
 
 def collect_slurm_results(workspace: Workspace, echo: Callable[[str], None]) -> str | None:
@@ -107,14 +128,13 @@ def device_hours(rows: Sequence[dict[str, Any]]) -> DeviceHours:
     """Sum the device-seconds the finished jobs (index rows) recorded, as hours of their kind of device."""
     hours = DeviceHours()
     for row in rows:
-        cell = hours.cells.setdefault((row["approach"], row["benchmark"]), Counter())
-        cell["jobs"] += 1
-        cell[f"{row.get('device_kind') or 'unknown'}_hours"] += (row.get("device_seconds") or 0.0) / SECONDS_PER_HOUR
+        cell = hours.cells.setdefault((row["approach"], row["benchmark"]), Cost())
+        cell.add(1, {row.get("device_kind") or "unknown": (row.get("device_seconds") or 0.0) / SECONDS_PER_HOUR})
     for (approach, _), cell in hours.cells.items():
-        hours.approaches.setdefault(approach, Counter()).update(cell)
-    hours.total = sum(hours.approaches.values(), Counter())
+        hours.approaches.setdefault(approach, Cost()).add(cell.jobs, cell.hours)
+        hours.total.add(cell.jobs, cell.hours)
     return hours
 
 
 def _finished_state(row: dict[str, Any]) -> JobState:
-    return JobState.DONE if row["status"] == "ok" else JobState.FAILED
+    return JobState.DONE if row["status"] == OK_STATUS else JobState.FAILED

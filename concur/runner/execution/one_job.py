@@ -20,7 +20,7 @@ import resource
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,7 @@ from concur.runner.planning.budget import apply_subset
 from concur.runner.planning.jobs import Job
 from concur.runner.records.claims import Claim, ClaimBook
 from concur.runner.records.jobdir import JobDir
+from concur.runner.records.result import FAILED_STATUS, OK_STATUS, Accounting, JobResult, Scores
 from concur.workspace import Workspace
 
 MISSING_SAMPLE = 10  # qids listed in a result when predictions are missing
@@ -65,7 +66,7 @@ def execute_job(
     previous_attempts: list[dict[str, Any]] | None = None,
     scheduler: dict[str, Any] | None = None,
     claim: Claim | None = None,
-) -> dict[str, Any]:
+) -> JobResult:
     """Run `job` from a clean directory and write its result; returns the result (status "ok" or "failed").
 
     `previous_attempts` (attempts that died without a result, from the driver) and `scheduler`
@@ -95,9 +96,7 @@ def execute_job(
             log(f"interrupted by {interruption}; no result: the job runs again from the start")
             job_dir.write_interrupted({"signal": str(interruption), "at": now(), "scheduler": scheduler})
             raise
-        result["previous_attempts"] = previous_attempts or []
-        if scheduler:
-            result["scheduler"] = scheduler
+        result = dataclasses.replace(result, previous_attempts=tuple(previous_attempts or ()), scheduler=scheduler or None)
         if claim is not None:
             book = ClaimBook(workspace.root)
             if not book.holds(claim):
@@ -123,15 +122,9 @@ def _execute(
     options: RunOptions,
     log: Callable[[str], None],
     started_at: str,
-) -> dict[str, Any]:
+) -> JobResult:
     """Train, predict and score; any exception becomes a failed result with its traceback."""
-    result: dict[str, Any] = {
-        "job": job.definition(),
-        "benchmark": {key: bench.manifest[key] for key in ("spec_hash", "data_hash", "splits")},
-        "device": device_description(device),
-        "versions": software_versions(),
-        "started_at": started_at,
-    }
+    described = device_description(device)
     context = RunContext(
         device=device,
         seed=job.seed,
@@ -142,47 +135,76 @@ def _execute(
         precision=job.precision,
         cuda_graphs=options.cuda_graphs,
     )
-    result["precision"] = numerics(device, job.precision)
     meter = _Meter(device)
+    training = _Training()
+    subset: dict[str, Any] | None = None
+    scores: Scores | None = None
+    error: str | None = None
+    trace: str | None = None
     try:
-        log(f"job {job.key}: {job.describe()} on {result['device']}")
+        log(f"job {job.key}: {job.describe()} on {described}")
         problem = device_precision_problem(device, job.precision)
         if problem is not None:
             raise ConcurError(f"precision {job.precision}: {problem}")
         splits, subset = apply_subset({name: bench.load(name) for name in SPLITS}, job.subset)
         if subset:
-            result["subset"] = subset
             log(
                 "subset of the budget: "
                 + "; ".join(f"{cut['questions']:,} of {cut['of_questions']:,} {name} questions" for name, cut in subset.items())
             )
         train_split, test_split = splits["train"], splits["test"]
-        predictions = _train_and_predict(job, spec, train_split, test_split, context, result, log)
+        predictions = _train_and_predict(job, spec, train_split, test_split, context, training, log)
         fault_point(FaultPoint.TRAINED)
-        scores = evaluate(test_split.gold_answers(), predictions)
+        evaluation = evaluate(test_split.gold_answers(), predictions)
         job_dir.write_predictions(predictions)
         fault_point(FaultPoint.PREDICTED)
-        result["scores"] = {
-            "exact_match": scores.exact_match,
-            "f1": scores.f1,
-            "n_questions": scores.n_gold,
-            "n_predicted": scores.n_predicted,
-            "n_missing": len(scores.missing),
-            "n_extra": len(scores.extra),
-            "missing_sample": scores.missing[:MISSING_SAMPLE],
-        }
-        log(f"EM {scores.exact_match:.2f}  F1 {scores.f1:.2f}  over {scores.n_gold} test questions")
-        result["status"] = "ok"
+        scores = Scores(
+            exact_match=evaluation.exact_match,
+            f1=evaluation.f1,
+            n_questions=evaluation.n_gold,
+            n_predicted=evaluation.n_predicted,
+            n_missing=len(evaluation.missing),
+            n_extra=len(evaluation.extra),
+            missing_sample=tuple(evaluation.missing[:MISSING_SAMPLE]),
+        )
+        log(f"EM {evaluation.exact_match:.2f}  F1 {evaluation.f1:.2f}  over {evaluation.n_gold} test questions")
     except Exception as exc:  # a failed job is recorded with its traceback, never lost
         if is_storage_error(exc):  # the disk's fault, not the job's: no result, so a rerun runs it once there is space
             raise
-        result["status"] = "failed"
-        result["error"] = f"{type(exc).__name__}: {exc}"
-        result["traceback"] = traceback.format_exc()
-        log(f"job failed: {result['error']}")
-    result["accounting"] = meter.read()
-    result["finished_at"] = now()
-    return result
+        scores, error, trace = None, f"{type(exc).__name__}: {exc}", traceback.format_exc()
+        log(f"job failed: {error}")
+    return JobResult(
+        job=job.definition(),
+        status=FAILED_STATUS if error is not None else OK_STATUS,
+        benchmark={key: bench.manifest[key] for key in ("spec_hash", "data_hash", "splits")},
+        device=described,
+        versions=software_versions(),
+        started_at=started_at,
+        precision=numerics(device, job.precision),
+        subset=subset or None,
+        oom_retries=tuple(training.oom_retries) if training.began else None,
+        train_seconds=training.train_seconds,
+        train=training.report,
+        eval_seconds=training.eval_seconds,
+        per_device_batch_size=training.per_device_batch_size,
+        scores=scores,
+        error=error,
+        traceback=trace,
+        accounting=meter.read(),
+        finished_at=now(),
+    )
+
+
+@dataclass
+class _Training:
+    """What training and prediction recorded as they went (a failure part way keeps what came before it)."""
+
+    began: bool = False
+    oom_retries: list[dict[str, Any]] = field(default_factory=list)
+    train_seconds: float | None = None
+    report: dict[str, Any] | None = None
+    eval_seconds: float | None = None
+    per_device_batch_size: int | None = None
 
 
 def _train_and_predict(
@@ -191,24 +213,23 @@ def _train_and_predict(
     train_split: Any,
     test_split: Any,
     context: RunContext,
-    result: dict[str, Any],
+    training: _Training,
     log: Callable[[str], None],
 ) -> dict[str, str]:
     """Train and predict, halving the per-device batch after each CUDA out-of-memory error."""
-    retries: list[dict[str, Any]] = []
-    result["oom_retries"] = retries
+    training.began = True
     while True:
         approach = None
         try:
             approach = build_approach(spec, job.hparams)
             clock = time.perf_counter()
             report = approach.train(train_split, context)
-            result["train_seconds"] = time.perf_counter() - clock
-            result["train"] = asdict(report)
+            training.train_seconds = time.perf_counter() - clock
+            training.report = asdict(report)
             clock = time.perf_counter()
             predictions = approach.predict(test_split, context)
-            result["eval_seconds"] = time.perf_counter() - clock
-            result["per_device_batch_size"] = context.per_device_batch_size
+            training.eval_seconds = time.perf_counter() - clock
+            training.per_device_batch_size = context.per_device_batch_size
             return predictions
         except Exception as error:
             if not _is_cuda_oom(error):
@@ -216,7 +237,7 @@ def _train_and_predict(
             current = context.per_device_batch_size or resolve("approach", spec.implementation).batch_size(job.hparams)
             if current <= 1:
                 raise
-            retries.append({"per_device_batch_size": current, "error": str(error).split("\n")[0]})
+            training.oom_retries.append({"per_device_batch_size": current, "error": str(error).split("\n")[0]})
             log(f"CUDA out of memory with {current} examples per forward pass; retrying with {current // 2} (twice the accumulation)")
             del approach
             _release_cuda_memory()
@@ -254,7 +275,7 @@ class _Meter:
         self.pool_start = pool_start_seconds()
         self.started = time.perf_counter()
 
-    def read(self) -> dict[str, Any]:
+    def read(self) -> Accounting:
         import torch
 
         wall = time.perf_counter() - self.started
@@ -262,12 +283,12 @@ class _Meter:
             peak = int(torch.cuda.max_memory_allocated(torch.device(self.device)))
         else:
             peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
-        return {
-            "device_kind": "gpu" if self.cuda else "cpu",
-            "devices": self.devices,
-            "wall_seconds": wall,
-            "startup_seconds": self.startup,
-            "pool_start_seconds": self.pool_start,
-            "device_seconds": wall * self.devices,
-            "peak_memory_bytes": peak,
-        }
+        return Accounting(
+            device_kind="gpu" if self.cuda else "cpu",
+            devices=self.devices,
+            wall_seconds=wall,
+            startup_seconds=self.startup,
+            pool_start_seconds=self.pool_start,
+            device_seconds=wall * self.devices,
+            peak_memory_bytes=peak,
+        )

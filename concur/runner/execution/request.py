@@ -22,6 +22,7 @@ from concur.runner.execution.one_job import RunOptions, execute_job, now
 from concur.runner.planning.jobs import Job
 from concur.runner.records.claims import Claim, ClaimBook, Heartbeat
 from concur.runner.records.jobdir import JobDir
+from concur.runner.records.result import FAILED_STATUS, JobResult
 from concur.workspace import Workspace
 
 
@@ -45,7 +46,7 @@ class JobRequest:
 
     @property
     def key(self) -> str:
-        return self.job["key"]
+        return str(self.job["key"])
 
     def write(self, path: Path) -> None:
         atomic_write_json(path, dataclasses.asdict(self))
@@ -61,7 +62,7 @@ class JobRequest:
         return RunOptions(**values)
 
 
-def run_request(request: JobRequest, echo: Any = print) -> dict[str, Any]:
+def run_request(request: JobRequest, echo: Any = print) -> JobResult:
     """Execute the requested job into its directory; a request that no longer matches its specs fails there.
 
     A signal (JobInterrupted) leaves the job interrupted even when it comes before the job started: a Slurm
@@ -90,7 +91,7 @@ def _record_interruption(request: JobRequest, interruption: JobInterrupted) -> N
     job_dir.write_interrupted({"signal": str(interruption), "at": at, "scheduler": _scheduler(), "before_start": True})
 
 
-def _run_request(request: JobRequest, echo: Any) -> dict[str, Any]:
+def _run_request(request: JobRequest, echo: Any) -> JobResult:
     workspace = Workspace(Path(request.runs_dir))
     job = Job.from_definition(request.job)
     try:
@@ -124,15 +125,11 @@ def _run_request(request: JobRequest, echo: Any) -> dict[str, Any]:
     return result
 
 
-def failed_result(request: JobRequest, error: str) -> dict[str, Any]:
+def failed_result(request: JobRequest, error: str) -> JobResult:
     """A result for a job that could not produce one itself (it died, ran out of time, or could not start)."""
-    return {
-        "job": request.job,
-        "status": "failed",
-        "error": error,
-        "previous_attempts": request.previous_attempts,
-        "finished_at": now(),
-    }
+    return JobResult(
+        job=request.job, status=FAILED_STATUS, error=error, previous_attempts=tuple(request.previous_attempts), finished_at=now()
+    )
 
 
 def _resolve(request: JobRequest, workspace: Workspace, job: Job) -> tuple[Any, Any]:

@@ -59,6 +59,7 @@ from concur.runner.planning.estimate import Speeds, job_estimate, makespan, run_
 from concur.runner.planning.grid import GridPoint, GridRequest, expand_grid
 from concur.runner.planning.jobs import Job, make_job
 from concur.runner.records.jobdir import JobDir, JobState
+from concur.runner.records.result import JobResult
 from concur.runner.records.store import finished_jobs
 from concur.userfiles import load_toml
 from concur.workspace import Workspace
@@ -89,7 +90,7 @@ class PlannedJob:
     state: str
     estimate_seconds: float | None
     measured_seconds: float | None = None  # device-seconds of a finished job
-    result: dict[str, Any] | None = None  # its result.json, once finished
+    result: JobResult | None = None  # its result, once finished
     estimate_wall_seconds: float | None = None  # the wall time of estimate_seconds on its approach's devices
     estimate_basis: str | None = None  # what the estimate comes from (`Speeds.basis`)
 
@@ -210,7 +211,7 @@ def plan_study(
         job = make_job(point.approach, bench, seed=point.seed, setting=point.setting, budget=grid.budget, precision=grid.precision)
         job_dir = JobDir(workspace.jobs_dir / job.key)
         result = job_dir.result()
-        measured = ((result or {}).get("accounting") or {}).get("device_seconds")
+        measured = result.accounting.device_seconds if result is not None and result.accounting else None
         state = job_dir.state().value
         estimate = job_estimate(job, bench, speeds)
         if estimate is None:
@@ -274,7 +275,7 @@ def _hparams(table: Table) -> tuple[int, dict[str, dict[str, Any]]]:
 
 def _precision(table: Table) -> str:
     """`precision`: "auto" (the default), "fp32" or "bf16"."""
-    precision = table.get("precision", str, AUTO)
+    precision: str = table.get("precision", str, AUTO)
     problem = precision_problem(precision)
     if problem is not None:
         raise table.error("precision", problem)

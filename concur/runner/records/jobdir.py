@@ -30,6 +30,7 @@ from concur.errors import ConcurError, DamagedFileError
 from concur.fsutil import UNREADABLE, atomic_write_json, read_json
 from concur.processes import process_start
 from concur.runner.records.claims import ClaimBook
+from concur.runner.records.result import JobResult
 
 JOB_FILE = "job.json"
 LOG_FILE = "log"
@@ -38,12 +39,6 @@ RESULT_FILE = "result.json"
 INTERRUPTED_FILE = "interrupted.json"  # a job stopped by a signal (preemption, time limit): which, when, where
 PREDICTIONS_GZIP_LEVEL = 6
 
-OK_STATUS = "ok"
-RESULT_STATUSES = (OK_STATUS, "failed")  # what a result.json's "status" may be
-RESULT_JOB_FIELDS = ("key", "approach", "benchmark", "hparam_id", "seed", "hparams", "data_hash", "result_version")  # the index needs them
-RESULT_JOB_TYPES = {"key": str, "approach": str, "benchmark": str, "hparam_id": int, "seed": int}  # what the index sorts and keys by
-SCORE_FIELDS = ("exact_match", "f1")  # what an "ok" result must score
-SCORE_RANGE = (0.0, 100.0)  # percentages, as the official SQuAD script reports them
 TRUNCATED_STRING = "Unterminated string"  # json's message for a file cut inside a string
 # What json stops at when a file is cut inside a number or a literal: the rest of the file is one partial token.
 PARTIAL_TOKEN = re.compile(r"[0-9.eE+\-]+|t(?:r(?:ue?)?)?|f(?:a(?:l(?:se?)?)?)?|n(?:u(?:ll?)?)?")
@@ -67,13 +62,16 @@ class JobDir:
     def result_path(self) -> Path:
         return self.path / RESULT_FILE
 
-    def result(self) -> dict[str, Any] | None:
+    def result(self) -> JobResult | None:
         """The job's result, None while it has none; a damaged one raises DamagedFileError, never reads as None
         (a runner that took it for "no result" would run the job again and overwrite it)."""
-        result = read_job_file(self.result_path)
-        if result is not None:
-            _check_shape(self.result_path, result_shape_problem(result))
-        return result
+        data = read_job_file(self.result_path)
+        if data is None:
+            return None
+        try:
+            return JobResult.from_json(data)
+        except ValueError as problem:
+            raise DamagedFileError(self.result_path, str(problem)) from None
 
     def started(self) -> dict[str, Any] | None:
         """What job.json recorded when the job started, None before; a damaged one raises DamagedFileError."""
@@ -82,7 +80,7 @@ class JobDir:
     def state(self) -> JobState:
         result = self.result()
         if result is not None:
-            return JobState.DONE if result.get("status") == "ok" else JobState.FAILED
+            return JobState.DONE if result.ok else JobState.FAILED
         claims = ClaimBook(self.path.parent.parent)
         claim = claims.holder(self.path.name)
         if claim is not None and not claims.is_stale(claim):
@@ -97,7 +95,7 @@ class JobDir:
         """
         self.path.mkdir(parents=True, exist_ok=True)
         result = self.result()
-        if result is not None and result.get("status") == "ok":
+        if result is not None and result.ok:
             raise ConcurError(f"job {self.path.name} already finished ({self.result_path}); its result is never replaced")
         if result is not None:
             previous = self.path / PREVIOUS_DIR
@@ -124,8 +122,8 @@ class JobDir:
         except (OSError, ValueError, *UNREADABLE):
             return {"signal": "a signal (its record is damaged)"}
 
-    def write_result(self, result: dict[str, Any]) -> None:
-        atomic_write_json(self.result_path, result)
+    def write_result(self, result: JobResult) -> None:
+        atomic_write_json(self.result_path, result.to_json())
 
     def log_path(self) -> Path:
         return self.path / LOG_FILE
@@ -188,39 +186,3 @@ def json_problem(error: json.JSONDecodeError) -> str:
     return f"not JSON: {error.msg} {where}"
 
 
-def result_shape_problem(result: dict[str, Any]) -> str | None:
-    """What keeps a result.json object from being a result the index and the analysis can use; None when nothing."""
-    job = result.get("job")
-    if not isinstance(job, dict):
-        return "no 'job' object"
-    missing = [field for field in RESULT_JOB_FIELDS if field not in job]
-    if missing:
-        return f"its 'job' lacks {', '.join(map(repr, missing))}"
-    mistyped = [field for field, kind in RESULT_JOB_TYPES.items() if not isinstance(job[field], kind) or isinstance(job[field], bool)]
-    if mistyped:
-        return "its 'job' has " + ", ".join(f"{field} {job[field]!r} (not {RESULT_JOB_TYPES[field].__name__})" for field in mistyped)
-    status = result.get("status")
-    if status not in RESULT_STATUSES:
-        return "no 'status'" if status is None else f"status {status!r} is neither {' nor '.join(map(repr, RESULT_STATUSES))}"
-    scores = result.get("scores")
-    if status != OK_STATUS:
-        return None
-    if not (isinstance(scores, dict) and all(isinstance(scores.get(name), int | float) for name in SCORE_FIELDS)):
-        return f"status 'ok' without numeric scores {' and '.join(SCORE_FIELDS)}"
-    for name in SCORE_FIELDS:
-        problem = score_problem(scores[name])
-        if problem is not None:
-            return f"{name} {problem}, for {job['approach']} on {job['benchmark']}, hparams {job['hparam_id']}, seed {job['seed']}"
-    return None
-
-
-def score_problem(score: Any) -> str | None:
-    """What makes a stored EM or F1 impossible (a percentage outside 0-100, or not a number); None when nothing."""
-    if not isinstance(score, int | float) or not SCORE_RANGE[0] <= score <= SCORE_RANGE[1]:  # NaN fails both comparisons
-        return f"{score!r} is not a percentage within {SCORE_RANGE[0]:g}-{SCORE_RANGE[1]:g}"
-    return None
-
-
-def _check_shape(path: Path, problem: str | None) -> None:
-    if problem is not None:
-        raise DamagedFileError(path, problem)

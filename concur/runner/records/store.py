@@ -38,7 +38,6 @@ from concur.fsutil import FILE_MODE, default_permissions, move_aside
 from concur.progress import task_progress
 from concur.runner.records.jobdir import (
     JOB_FILE,
-    OK_STATUS,
     RESULT_FILE,
     JobDir,
     JobState,
@@ -46,8 +45,8 @@ from concur.runner.records.jobdir import (
     job_dir_names,
     read_job_file,
     result_stamps,
-    score_problem,
 )
+from concur.runner.records.result import COLUMNS, JSON_COLUMNS, OK_STATUS, STAMP_COLUMN, JobResult, score_problem
 
 TABLE = "jobs"
 BUSY_TIMEOUT_SECONDS = 30.0  # how long a connection waits for another process's lock before SQLite says "locked"
@@ -60,57 +59,10 @@ DAMAGE_ERRORS = ("SQLITE_NOTADB", "SQLITE_CORRUPT")  # the file is not an SQLite
 STORAGE_ERRORS = {"SQLITE_FULL": errno.ENOSPC, "SQLITE_IOERR_SHMSIZE": errno.ENOSPC, "SQLITE_IOERR": errno.EIO}
 WAL = "wal"
 WAL_SUFFIXES = ("-wal", "-shm")  # the files SQLite keeps beside a WAL database
-STAMP_COLUMN = "result_stamp"  # `mtime_ns:size` of the result.json a row was read from
 ORDER = "approach, benchmark, hparam_id, seed"
 ACTIVE_STATES = (JobState.RUNNING, JobState.INTERRUPTED)  # a job directory without a result that started
 PROGRESS_MIN_FILES = 500  # reading this many result files shows a progress bar
-_JSON_COLUMNS = ("hparams", "versions", "subset")
 _SQL_TYPES = {str: "TEXT", int: "INTEGER", float: "FLOAT"}
-COLUMNS: dict[str, type] = {
-    "key": str,
-    "approach": str,
-    "implementation": str,  # the approach's kind (hf-span, rasor, ...): how its hyperparameters read
-    "benchmark": str,
-    "hparam_id": int,
-    "seed": int,
-    "status": str,
-    "em": float,
-    "f1": float,
-    "n_questions": int,
-    "n_predicted": int,
-    "n_missing": int,
-    "n_extra": int,
-    "train_questions": int,
-    "skipped_train_questions": int,
-    "optimizer_steps": int,
-    "final_loss": float,
-    "train_seconds": float,
-    "fit_seconds": float,  # the optimisation loop alone, within train_seconds (concur.runner.planning.estimate)
-    "eval_seconds": float,
-    "wall_seconds": float,  # the whole job, start to result
-    "startup_seconds": float,  # its worker process's life before the job's clock started (concur.runner.planning.estimate)
-    "pool_start_seconds": float,  # a forked worker's zygote: its start to the end of its imports, paid once per run
-    "device": str,
-    "device_kind": str,
-    "device_seconds": float,
-    "peak_memory_bytes": int,
-    "oom_retries": int,
-    "attempts": int,
-    "versions": str,
-    "hparams": str,
-    "subset": str,  # a budget's subset of the splits, {split: {"questions", "seed"}}; NULL for whole splits
-    "precision": str,  # what the forward passes computed in: "fp32" or "bf16" (autocast); NULL in results older than it
-    "error": str,
-    "traceback": str,
-    "started_at": str,
-    "finished_at": str,
-    "job_dir": str,
-    "data_hash": str,
-    "result_version": int,
-    STAMP_COLUMN: str,
-}
-# Without these an index cannot answer what every reader asks; an index lacking only newer columns is
-# brought up to date by the next writer (and read with those columns empty).
 REQUIRED_COLUMNS = ("key", "approach", "benchmark", "hparam_id", "seed", "status", "em", "f1")
 
 T = TypeVar("T")
@@ -166,9 +118,9 @@ class Store:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def record(self, result: dict[str, Any], job_dir: Path) -> None:
+    def record(self, result: JobResult, job_dir: Path) -> None:
         """Index one finished job from its result.json content (replacing the row of an earlier attempt)."""
-        self._write([row_from_result(result, job_dir, file_stamp(job_dir / RESULT_FILE))])
+        self._write([result.index_row(job_dir, file_stamp(job_dir / RESULT_FILE))])
 
     def sync(self, jobs_dir: Path) -> Refresh:
         """Make the index hold exactly the readable results of the job directories (every one read again);
@@ -232,7 +184,7 @@ class Store:
         """Columns newer code added, for an index an older version made (under the write lock: drivers race)."""
         with self._transaction():
             for name in sorted(set(COLUMNS) - self._columns()):
-                self.conn.execute(f"ALTER TABLE {TABLE} ADD COLUMN [{name}] {_SQL_TYPES[COLUMNS[name]]}")
+                self.conn.execute(f"ALTER TABLE {TABLE} ADD COLUMN [{name}] {_SQL_TYPES[COLUMNS[name].kind]}")
 
     def _write(self, rows: list[dict[str, Any]], drop: Iterable[str] = ()) -> None:
         """Insert or replace `rows` and delete the `drop` keys in one transaction."""
@@ -346,7 +298,7 @@ def read_rows(jobs_dir: Path, stamps: dict[str, str]) -> tuple[list[dict[str, An
                 damaged.append(error)
             else:
                 if result is not None:
-                    rows.append(row_from_result(result, job.path, stamp))
+                    rows.append(result.index_row(job.path, stamp))
             advance()
     return rows, damaged
 
@@ -356,58 +308,6 @@ def writable(db_path: Path) -> bool:
     return os.access(db_path.parent, os.W_OK) and (not db_path.exists() or os.access(db_path, os.W_OK))
 
 
-def row_from_result(result: dict[str, Any], job_dir: Path, stamp: str | None = None) -> dict[str, Any]:
-    """Flatten a result.json into an index row; `stamp` is that file's `mtime_ns:size` (None: not known)."""
-    job = result["job"]
-    scores = result.get("scores") or {}
-    train = result.get("train") or {}
-    losses = train.get("losses") or []
-    accounting = result.get("accounting") or {}
-    return {
-        "key": job["key"],
-        "approach": job["approach"],
-        "implementation": job.get("implementation"),
-        "benchmark": job["benchmark"],
-        "hparam_id": job["hparam_id"],
-        "seed": job["seed"],
-        "status": result["status"],
-        "em": scores.get("exact_match"),
-        "f1": scores.get("f1"),
-        "n_questions": scores.get("n_questions"),
-        "n_predicted": scores.get("n_predicted"),
-        "n_missing": scores.get("n_missing"),
-        "n_extra": scores.get("n_extra"),
-        "train_questions": train.get("train_questions"),
-        "skipped_train_questions": train.get("skipped_questions"),
-        "optimizer_steps": train.get("optimizer_steps"),
-        "final_loss": losses[-1] if losses else None,
-        "train_seconds": result.get("train_seconds"),
-        "fit_seconds": (train.get("details") or {}).get("fit_seconds"),
-        "eval_seconds": result.get("eval_seconds"),
-        "wall_seconds": accounting.get("wall_seconds"),
-        "startup_seconds": accounting.get("startup_seconds"),
-        "pool_start_seconds": accounting.get("pool_start_seconds"),
-        "device": result.get("device"),
-        "device_kind": accounting.get("device_kind"),
-        "device_seconds": accounting.get("device_seconds"),
-        "peak_memory_bytes": accounting.get("peak_memory_bytes"),
-        "oom_retries": len(result.get("oom_retries") or []),
-        "attempts": 1 + len(result.get("previous_attempts") or []),
-        "versions": json.dumps(result.get("versions") or {}, sort_keys=True),
-        "hparams": json.dumps(job["hparams"], sort_keys=True),
-        "subset": json.dumps(job["subset"], sort_keys=True) if job.get("subset") else None,
-        "precision": result.get("precision"),
-        "error": result.get("error"),
-        "traceback": result.get("traceback"),
-        "started_at": result.get("started_at"),
-        "finished_at": result.get("finished_at"),
-        "job_dir": str(job_dir),
-        "data_hash": job["data_hash"],
-        "result_version": job["result_version"],
-        STAMP_COLUMN: stamp,
-    }
-
-
 def create_index(path: Path) -> None:
     """A new, empty index at `path` (which must not exist yet), in WAL mode with its table and lookup index, whole in
     the one file: the write-ahead log is folded in (a checkpoint) before it is closed, so the file can be linked under
@@ -415,7 +315,9 @@ def create_index(path: Path) -> None:
     connection = sqlite3.connect(path, isolation_level=None)
     try:
         connection.execute(f"PRAGMA journal_mode={WAL}")
-        columns = ", ".join(f"[{name}] {_SQL_TYPES[kind]}" + (" PRIMARY KEY" if name == "key" else "") for name, kind in COLUMNS.items())
+        columns = ", ".join(
+            f"[{name}] {_SQL_TYPES[column.kind]}" + (" PRIMARY KEY" if name == "key" else "") for name, column in COLUMNS.items()
+        )
         connection.execute(f"CREATE TABLE IF NOT EXISTS [{TABLE}] ({columns})")
         connection.execute(f"CREATE INDEX IF NOT EXISTS idx_{TABLE}_cell ON [{TABLE}] ({ORDER})")
         busy, _, _ = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
@@ -546,7 +448,7 @@ def _view(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _decoded(row: dict[str, Any]) -> dict[str, Any]:
     full = {**dict.fromkeys(COLUMNS), **row}
-    return {key: json.loads(value) if key in _JSON_COLUMNS and isinstance(value, str) else value for key, value in full.items()}
+    return {key: json.loads(value) if key in JSON_COLUMNS and isinstance(value, str) else value for key, value in full.items()}
 
 
 @dataclass
@@ -665,7 +567,7 @@ def _inspect_job(job: JobDir, indexed: dict[str, dict[str, Any]] | None, health:
         health.running += state is JobState.RUNNING
         health.interrupted += state is JobState.INTERRUPTED
         return
-    if result["status"] == OK_STATUS:
+    if result.ok:
         health.ok += 1
     else:
         health.failed += 1

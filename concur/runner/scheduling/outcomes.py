@@ -1,4 +1,4 @@
-"""Run one job in this process and index it: the in-process path (`concur run` of one job, tests, notebooks).
+"""Run one job in this process and index it (the in-process path), and what a grid's outcomes mean: each job's, and the whole grid's.
 
 The job's directory is written by `execute_job`; this process, the driver, then indexes the
 result. A job killed at any point leaves no result and no row, and simply runs again.
@@ -6,13 +6,13 @@ result. A job killed at any point leaves no result and no row, and simply runs a
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from concur.data.prepare import PreparedBenchmark
-from concur.errors import ConcurError, DamagedFileError
+from concur.errors import ConcurError, DamagedFileError, JobsFailedError, JobsUnfinishedError
 from concur.fsutil import move_aside
 from concur.registry.specs import ApproachSpec
 from concur.runner.execution.faults import FaultPoint, fault_point
@@ -20,6 +20,7 @@ from concur.runner.execution.one_job import RunOptions, execute_job
 from concur.runner.planning.jobs import Job
 from concur.runner.records.claims import Claim, ClaimBook, Heartbeat
 from concur.runner.records.jobdir import JOB_FILE, JobDir, JobState
+from concur.runner.records.result import JobResult
 from concur.runner.records.store import Store
 from concur.workspace import Workspace
 
@@ -29,14 +30,23 @@ class Outcome:
     job: Job
     state: JobState
     ran: bool  # False when the job was already finished and nothing was done
-    result: dict[str, Any] = field(default_factory=dict)
+    result: JobResult | None = None  # DONE or FAILED: its result (None when damaged)
     owner: str | None = None  # RUNNING: who runs it (another driver's process, a Slurm job)
-    damaged: bool = False  # FAILED because its result.json (or job.json) cannot be read; `result["error"]` names the file
+    damage: str | None = None  # FAILED because its result.json (or job.json) cannot be read: the line naming the file
 
     @property
     def finished(self) -> bool:
         """Whether the job has a result (ok or failed): a grid whose every outcome is finished is complete."""
         return self.state in (JobState.DONE, JobState.FAILED)
+
+    @property
+    def damaged(self) -> bool:
+        return self.damage is not None
+
+    @property
+    def error(self) -> str | None:
+        """Why the job failed: its damaged file, or its result's error."""
+        return self.damage or (self.result.error if self.result else None)
 
 
 def run_job(
@@ -67,7 +77,7 @@ def run_job(
         store.record(result, job_dir.path)
     finally:
         book.release(claim)
-    return Outcome(job, JobState.DONE if result["status"] == "ok" else JobState.FAILED, ran=True, result=result)
+    return Outcome(job, JobState.DONE if result.ok else JobState.FAILED, ran=True, result=result)
 
 
 def claim_job(book: ClaimBook, job: Job, job_dir: JobDir, retry_failed: bool, echo: Callable[[str], None]) -> Claim | Outcome:
@@ -110,9 +120,9 @@ def finished_outcome(
             echo(f"job {job.key} ({job.describe()}): its damaged {error.path.name} ({error.problem}) is moved to {moved}; running it again")
             return finished_outcome(job, job_dir, retry_failed, echo, damaged_dir)
         echo(f"warning: job {job.key} ({job.describe()}) is not run: {error}")
-        return Outcome(job, JobState.FAILED, ran=False, result={"status": "failed", "error": str(error)}, damaged=True)
+        return Outcome(job, JobState.FAILED, ran=False, damage=str(error))
     if state is JobState.DONE or (state is JobState.FAILED and not retry_failed):
-        return Outcome(job, state, ran=False, result=job_dir.result() or {})
+        return Outcome(job, state, ran=False, result=job_dir.result())
     return None
 
 
@@ -136,7 +146,7 @@ def settle_finished(
 
 def index_finished(store: Store, outcome: Outcome, job_dir: JobDir) -> None:
     """Index the result of a job this driver found finished (before, or by another driver); a damaged one has none."""
-    if outcome.finished and not outcome.damaged:
+    if outcome.result is not None:
         store.record(outcome.result, job_dir.path)
 
 
@@ -158,3 +168,40 @@ def recheck_held(book: ClaimBook, job: Job, job_dir: JobDir, echo: Callable[[str
     if isinstance(claimed, Claim):
         echo(f"job {job.key} ({job.describe()}): {why}; this driver takes it over")
     return claimed
+
+
+def raise_unless_complete(outcomes: list[Outcome]) -> None:
+    """End a grid that is not complete in the error that says what is missing and the fix that works for it."""
+    failed = [outcome for outcome in outcomes if outcome.state is JobState.FAILED]
+    unfinished = [outcome for outcome in outcomes if not outcome.finished]
+    left = f"; {_unfinished_phrase(unfinished)}" if unfinished else ""
+    if failed:
+        damaged = sum(outcome.damaged for outcome in failed)
+        ran_and_failed = len(failed) - damaged
+        parts = []
+        if ran_and_failed:
+            parts.append(f"{ran_and_failed} failed: `concur status` shows their errors, --retry-failed runs them again")
+        if damaged:
+            parts.append(
+                f"{damaged} {'has a damaged result file' if damaged == 1 else 'have damaged result files'} (named above): "
+                "`concur store check` lists them, and --retry-failed (or `concur store rebuild`) moves them aside and runs the jobs again"
+            )
+        raise JobsFailedError(f"{len(failed)} of {len(outcomes)} jobs have no usable result: " + "; ".join(parts) + left)
+    if unfinished:
+        raise JobsUnfinishedError(f"{len(unfinished)} of {len(outcomes)} jobs have no result yet: {_unfinished_phrase(unfinished)}")
+
+
+def _unfinished_phrase(unfinished: list[Outcome]) -> str:
+    """The jobs without a result, by who has them, and how to finish them."""
+    owners = Counter(_owner_kind(outcome) for outcome in unfinished)
+    parts = [f"{count} {kind}" for kind, count in owners.items()]
+    held = any(outcome.state is JobState.RUNNING for outcome in unfinished)
+    how = "run the same command again (without --no-wait) to wait for them" if held else "run the same command again to run them"
+    return ", ".join(parts) + f"; {how} (it runs only the jobs without a result), or `concur status` to see them"
+
+
+def _owner_kind(outcome: Outcome) -> str:
+    if outcome.state is JobState.INTERRUPTED:
+        return "interrupted (they run again)"
+    owner = outcome.owner or "another driver"
+    return "queued in Slurm" if owner.startswith("Slurm job") else f"running in {owner}"

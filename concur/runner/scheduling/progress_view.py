@@ -19,6 +19,7 @@ from rich.table import Table
 from concur.progress import STDERR, progress_enabled
 from concur.runner.planning.estimate import makespan
 from concur.runner.records.jobdir import JobState
+from concur.runner.scheduling.outcomes import Outcome
 
 REFRESHES_PER_SECOND = 2
 
@@ -64,13 +65,13 @@ class GridProgress:
         if self.live is None:
             self.echo(f"{self._position()} started {task.job.describe()} on {self.devices[key]}  job {key}")
 
-    def finished(self, outcome: Any) -> None:
+    def finished(self, outcome: Outcome) -> None:
         self.counts[outcome.state.value] += 1
         self.ran[outcome.state.value] += 1
         if self.live is None:
             self.echo(f"{self._position()} {self._describe(outcome)}")
 
-    def settled_elsewhere(self, outcome: Any) -> None:
+    def settled_elsewhere(self, outcome: Outcome) -> None:
         """A job another driver runs now (the pool has said so) or has just finished: counted for the position,
         not as a job this driver ran, and never described as failed for lack of a result."""
         self.counts[outcome.state.value] += 1
@@ -96,13 +97,12 @@ class GridProgress:
         done = self.counts[JobState.DONE.value] + self.counts[JobState.FAILED.value]
         return f"[{done}/{self.total}]"
 
-    def _describe(self, outcome: Any) -> str:
+    def _describe(self, outcome: Outcome) -> str:
         job, result = outcome.job, outcome.result
-        if outcome.state is JobState.DONE:
-            scores = result.get("scores") or {}
-            seconds = (result.get("accounting") or {}).get("wall_seconds", 0.0)
-            return f"done {job.describe()}: EM {scores.get('exact_match', 0.0):.2f}  F1 {scores.get('f1', 0.0):.2f}  ({seconds:.0f} s)"
-        return f"FAILED {job.describe()}: {result.get('error')}"
+        if outcome.state is JobState.DONE and result is not None:
+            em, f1, seconds = result.exact_match or 0.0, result.f1 or 0.0, result.wall_seconds or 0.0
+            return f"done {job.describe()}: EM {em:.2f}  F1 {f1:.2f}  ({seconds:.0f} s)"
+        return f"FAILED {job.describe()}: {outcome.error}"
 
     def _table(self) -> Table:
         eta, unknown = self.eta_seconds()

@@ -33,6 +33,7 @@ from concur.runner.execution.request import JobRequest, failed_result, run_reque
 from concur.runner.execution.worker import log_lines_to_stdout
 from concur.runner.records.claims import Claim, ClaimBook
 from concur.runner.records.jobdir import JobDir, JobState
+from concur.runner.records.result import JobResult
 from concur.runner.records.slurm_queue import QueueStates, is_alive, is_queued, queue_states
 from concur.runner.records.store import Store
 from concur.runner.scheduling.outcomes import Outcome, claim_job, index_finished, recheck_held, settle_finished
@@ -117,7 +118,7 @@ def run_request_file(path: str) -> str:
         except ClaimLostError as error:  # another driver runs the job now
             logger.warning("%s", error)
             return "not run"
-    return str(result.get("status"))
+    return result.status
 
 
 @contextlib.contextmanager
@@ -303,10 +304,10 @@ class SlurmExecutor:
         self.echo(f"submitted {len(group)} jobs as Slurm array {jobs[0].job_id.split('_')[0]} ({allocation})")
         return submissions
 
-    def _collect(self, submissions: Sequence[Submission], states: QueueStates) -> list[tuple[Submission, dict[str, Any]]]:
+    def _collect(self, submissions: Sequence[Submission], states: QueueStates) -> list[tuple[Submission, JobResult | None]]:
         """The submissions that ended by Slurm's `states`, each with its indexed result (a failure written for one
         that left no result)."""
-        ended = []
+        ended: list[tuple[Submission, JobResult | None]] = []
         for submission in submissions:
             job_dir = JobDir(self.workspace.jobs_dir / submission.key)
             result = job_dir.result()
@@ -327,7 +328,7 @@ class SlurmExecutor:
                     f"job {submission.key}: Slurm job {submission.slurm_id} got {interruption.get('signal')} and {how}; "
                     "it is left interrupted and runs again when the grid is run again (if it was out of time: --time-limit)"
                 )
-                ended.append((submission, {}))
+                ended.append((submission, None))
                 continue
             elif result is None:
                 how = f"ended as {state}" if state else "left the queue"
@@ -342,7 +343,7 @@ class SlurmExecutor:
             ended.append((submission, result))
         return ended
 
-    def _write_failure(self, submission: Submission, job_dir: JobDir, error: str) -> dict[str, Any] | None:
+    def _write_failure(self, submission: Submission, job_dir: JobDir, error: str) -> JobResult | None:
         """Record the failure of a Slurm job that ended without a result, holding the job's claim meanwhile
         (so of several collectors one writes it); None when another owner has taken the job over."""
         ended = submission.slurm_id
@@ -391,7 +392,7 @@ def collect_submitted(workspace: Workspace, store: Store, echo: Callable[[str], 
         echo(f"Slurm: {ended} submitted jobs have ended, {queued} are still queued or running")
 
 
-def _state(result: dict[str, Any]) -> JobState:
-    if not result:
+def _state(result: JobResult | None) -> JobState:
+    if result is None:
         return JobState.INTERRUPTED
-    return JobState.DONE if result.get("status") == "ok" else JobState.FAILED
+    return JobState.DONE if result.ok else JobState.FAILED

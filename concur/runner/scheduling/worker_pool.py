@@ -47,6 +47,7 @@ from concur.runner.execution.worker import DRIVER_PID_ENV, STORAGE_EXIT
 from concur.runner.planning.jobs import Job
 from concur.runner.records.claims import Claim, ClaimBook, Heartbeat
 from concur.runner.records.jobdir import JobDir, JobState
+from concur.runner.records.result import JobResult
 from concur.runner.records.store import Store
 from concur.runner.scheduling.outcomes import Outcome, claim_job, index_finished, recheck_held, settle_finished
 from concur.runner.scheduling.zygote_client import ForkedWorker, Zygote, ZygoteError
@@ -369,7 +370,7 @@ class LocalPool:
             error = f"WorkerDied: {history[-1]['error']} (attempt {len(history)} of {self.settings.max_attempts})"
             self._finish(running, job_dir, failed_result(replace(running.request, previous_attempts=history), error), progress)
 
-    def _finish(self, running: _Running, job_dir: JobDir, result: dict[str, Any], progress: Any) -> None:
+    def _finish(self, running: _Running, job_dir: JobDir, result: JobResult, progress: Any) -> None:
         try:  # the claim goes whatever happens (a full disk under the index): a result is indexed by its next reader
             if job_dir.result() is None and self.claims.holds(running.claim):  # the driver writes results only for workers that could not
                 job_dir.path.mkdir(parents=True, exist_ok=True)
@@ -381,7 +382,7 @@ class LocalPool:
             self._heartbeat.remove(running.claim.key)
             self.claims.release(running.claim)
         job = running.task.job
-        state = JobState.DONE if result["status"] == "ok" else JobState.FAILED
+        state = JobState.DONE if result.ok else JobState.FAILED
         self._outcomes[job.key] = Outcome(job, state, ran=True, result=result)
         with contextlib.suppress(FileNotFoundError):
             (self.requests_dir / f"{job.key}.json").unlink()
