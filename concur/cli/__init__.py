@@ -7,9 +7,8 @@ import shlex
 import sys
 import traceback
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-import click
 import typer
 from rich.markup import escape
 
@@ -31,6 +30,9 @@ from concur.errors import ConcurError
 from concur.oserrors import is_environment_error, os_error_message
 from concur.stopping import Stopped, terminate_as_stop
 
+if TYPE_CHECKING:
+    from typer._click import Context  # the context typer's commands get (typer vendors click: not `click.Context`)
+
 
 class Commands(LazyGroup):
     """The top-level commands, each imported only when it runs, in the order `concur --help` lists them."""
@@ -48,10 +50,10 @@ class Commands(LazyGroup):
         "report": "concur.cli.report_cmd:report",
     }
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
         return super().parse_args(ctx, hoist_global_options(args))
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: Context) -> Any:
         """Run the command; a stop (Ctrl-C, SIGTERM) leaves it as `CommandStopped`, which typer does not turn into a bare exit."""
         try:
             return super().invoke(ctx)

@@ -14,10 +14,14 @@ import importlib
 import importlib.util
 import inspect
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import typer
 from typer.core import TyperCommand, TyperGroup
+
+if TYPE_CHECKING:
+    # The click typer runs on: typer vendors a copy of its own, whose classes are not the `click` package's.
+    from typer._click import Command, Context
 
 
 class LazyCommand(TyperCommand):
@@ -38,11 +42,11 @@ class LazyCommand(TyperCommand):
     def help(self, value: str | None) -> None:
         self._docstring = value
 
-    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+    def make_context(self, info_name: str | None, args: list[str], parent: Context | None = None, **extra: Any) -> Context:
         """Build the real command and parse with it: the context (and what runs) is the real command's."""
         return self.load().make_context(info_name, args, parent=parent, **extra)
 
-    def load(self) -> typer.core.TyperCommand:
+    def load(self) -> Command:
         single = typer.Typer(add_completion=False)
         single.command(self.name)(_function(self.target))
         return typer.main.get_command(single)
@@ -67,6 +71,7 @@ def _docstring(target: str) -> str | None:
     """The function's docstring as typer shows it, from the module's source (imported only when there is none)."""
     module, _, name = target.partition(":")
     spec = importlib.util.find_spec(module)
+    # A module's loader (a SourceFileLoader) has get_source; typeshed's Loader does not declare it.
     source = spec.loader.get_source(module) if spec is not None and spec.loader is not None else None  # type: ignore[attr-defined]
     if source is None:
         return inspect.getdoc(_function(target))

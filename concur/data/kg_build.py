@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -15,15 +17,16 @@ def build_kg(output: Path, *, dump: Path | None = None, codex: CodexFiles | None
 
     The spools live next to `output`, where there is room for a file of its size.
     """
-    if (dump is None) == (codex is None):
+    read: Callable[[KGBuilder], object]
+    if dump is not None and codex is None:
+        source, read = f"wikidata dump: {dump.name} ({language})", partial(read_dump, dump, language=language)
+    elif codex is not None and dump is None:
+        source, read = codex.describe(), partial(read_codex, codex)
+    else:
         raise ValueError("give exactly one of a dump or the CoDEx files")
     output.parent.mkdir(parents=True, exist_ok=True)
-    source = f"wikidata dump: {dump.name} ({language})" if dump is not None else codex.describe()
     with KGBuilder(source, spool_dir=output.parent) as builder:
-        if dump is not None:
-            read_dump(dump, builder, language)
-        else:
-            read_codex(codex, builder)
+        read(builder)
         return write_kg(builder.records(), output)
 
 

@@ -20,7 +20,7 @@ import gzip
 import io
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from rich.progress import Progress
 
@@ -53,7 +53,7 @@ def read_dump(path: Path, builder: KGBuilder, language: str = "en") -> int:
     return entities
 
 
-def _decompressed(raw: IO[bytes]) -> IO[bytes]:
+def _decompressed(raw: io.BufferedReader) -> io.BufferedReader | bz2.BZ2File | gzip.GzipFile:
     """The dump's byte stream: bz2 and gzip recognised by their magic bytes, anything else read as is."""
     magic = raw.read(3)
     raw.seek(0)

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, TypeGuard
 
 from concur import __version__
 from concur.data.generators import run_generator
@@ -43,7 +43,7 @@ from concur.fsutil import (
     remove_leftovers,
     staging_directory,
 )
-from concur.registry.specs import BenchmarkSpec, SourceFile, SplitPlan, SplitSizes
+from concur.registry.specs import BenchmarkSpec, Carve, SourceFile, SplitPlan, SplitSizes
 
 SPLITS = ("train", "test")
 MANIFEST = "manifest.json"
@@ -180,14 +180,34 @@ def _read_manifest(path: Path, benchmark: str) -> dict[str, Any]:
     except (OSError, ValueError, *UNREADABLE) as exc:
         raise PreparedDataError(path, f"the manifest cannot be read ({_reason(exc)})", benchmark) from None
     splits = manifest.get("splits") if isinstance(manifest, dict) else None
-    entries = [splits.get(split) if isinstance(splits, dict) else None for split in SPLITS]
-    if not all(isinstance(entry, dict) and _is_plain_name(entry.get("file")) and isinstance(entry.get("md5"), str) for entry in entries):
+    found = [splits.get(split) if isinstance(splits, dict) else None for split in SPLITS]
+    entries = [entry for entry in found if _is_split_entry(entry)]
+    if len(entries) != len(SPLITS):
         needs = f"not a benchmark manifest: it needs a file and an md5 for each of the splits {', '.join(SPLITS)}"
         raise PreparedDataError(path, needs, benchmark)
     expected = data_hash(entry["md5"] for entry in entries)
     if manifest.get("data_hash") != expected:
         raise PreparedDataError(path, f"data_hash {manifest.get('data_hash')!r} is not the hash of its split md5s ({expected})", benchmark)
     return manifest
+
+
+class _SplitEntry(TypedDict):
+    """What a manifest's split entry must hold to be used (it holds counts too)."""
+
+    file: str
+    md5: str
+
+
+class _WrittenSplitEntry(_SplitEntry):
+    """A split entry as `prepare` writes it."""
+
+    questions: int
+    contexts: int
+    dropped: dict[str, int]
+
+
+def _is_split_entry(entry: object) -> TypeGuard[_SplitEntry]:
+    return isinstance(entry, dict) and _is_plain_name(entry.get("file")) and isinstance(entry.get("md5"), str)
 
 
 def _is_plain_name(name: Any) -> bool:
@@ -268,6 +288,7 @@ def _with_companions(spec: BenchmarkSpec, names: list[str]) -> list[str]:
 
 def _read(located: dict[str, LocatedSource], name: str, split_name: str) -> Split:
     source = located[name].source
+    assert source.reader is not None  # the spec's loader refuses a split read from a source that names no reader
     companions = {companion: located[companion].path for companion in source.companions}
     return read_source(source.reader, located[name].path, split_name, source.options, companions)
 
@@ -277,7 +298,7 @@ def _build_splits(spec: BenchmarkSpec, located: dict[str, LocatedSource]) -> dic
         generated = run_generator(spec.generator.name, spec.generator.seed, spec.generator.options, {n: s.path for n, s in located.items()})
         raw = dict(zip(SPLITS, generated))
     elif spec.carve is not None:
-        raw = dict(zip(SPLITS, _carved(spec, _read(located, spec.carve.source, "all"), located[spec.carve.source].path)))
+        raw = dict(zip(SPLITS, _carved(spec, spec.carve, _read(located, spec.carve.source, "all"), located[spec.carve.source].path)))
     else:
         raw = {split: _read(located, plan.source, split) for split, plan in zip(SPLITS, (spec.train, spec.test))}
     splits = {split: _transformed(raw[split], plan) for split, plan in zip(SPLITS, (spec.train, spec.test))}
@@ -286,13 +307,12 @@ def _build_splits(spec: BenchmarkSpec, located: dict[str, LocatedSource]) -> dic
     return splits
 
 
-def _carved(spec: BenchmarkSpec, whole: Split, path: Path) -> tuple[Split, Split]:
+def _carved(spec: BenchmarkSpec, plan: Carve, whole: Split, path: Path) -> tuple[Split, Split]:
     """The carve's train and test splits, checked against the sizes the spec records.
 
     Recorded sizes pin the carve: a different source file, seed or carving rule gives
     different splits, which must not pass silently under the same benchmark id.
     """
-    plan = spec.carve
     try:
         splits = carve(whole, by=plan.by, test_fraction=plan.test_fraction, seed=plan.seed)
     except ConcurError as exc:
@@ -376,7 +396,8 @@ def _check_unique_qids(spec: BenchmarkSpec, split: str, data: Split) -> None:
 
 def _write(spec: BenchmarkSpec, splits: dict[str, Split], located: dict[str, LocatedSource], staging: Path) -> dict[str, Any]:
     staging.mkdir()
-    split_entries, records = {}, {}
+    split_entries: dict[str, _WrittenSplitEntry] = {}
+    records: dict[str, dict[str, int | str]] = {}
     for name, data in splits.items():
         data.split = name
         file_name = f"{name}.jsonl.gz"

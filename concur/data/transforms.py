@@ -64,7 +64,8 @@ def carve(split: Split, *, by: str, test_fraction: float, seed: int) -> tuple[Sp
     if n_test == 0 or n_test == len(order):
         raise ConcurError(f"carving {len(order)} {by}s with test_fraction {test_fraction} leaves one side empty")
     test_units = set(order[:n_test])
-    train, test = [], []
+    train: list[Passage] = []
+    test: list[Passage] = []
     for passage in split.passages:
         (test if _unit(passage, by) in test_units else train).append(passage)
     return (

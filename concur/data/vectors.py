@@ -15,10 +15,10 @@ import importlib.resources
 import importlib.util
 import io
 import zipfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import IO, Protocol
 
 import numpy as np
 
@@ -32,10 +32,25 @@ _MINILM_EMBEDDINGS = "embeddings.word_embeddings.weight"
 class VectorSource(Protocol):
     """Where pretrained vectors come from; `lookup` returns the rows it has for `words`."""
 
-    name: str  # recorded in every result, e.g. "file:glove.840B.300d.txt" or "offline:minilm"
-    dim: int
+    @property
+    def name(self) -> str: ...  # recorded in every result, e.g. "file:glove.840B.300d.txt" or "offline:minilm"
+
+    @property
+    def dim(self) -> int: ...
 
     def lookup(self, words: Iterable[str]) -> dict[str, np.ndarray]: ...
+
+
+class _WordVectorModel(Protocol):
+    """What is used of a `fasttext` model (the library has no types)."""
+
+    def get_word_vector(self, word: str) -> np.ndarray: ...
+
+
+class _WordPieceTokenizer(Protocol):
+    """What is used of a Hugging Face tokenizer: each word's piece ids under "input_ids"."""
+
+    def __call__(self, text: list[str], *, add_special_tokens: bool) -> Mapping[str, list[list[int]]]: ...
 
 
 @dataclass
@@ -62,17 +77,17 @@ class FastTextBinary:
     path: Path
     name: str
     dim: int
-    model: object
+    model: _WordVectorModel
 
     def lookup(self, words: Iterable[str]) -> dict[str, np.ndarray]:
-        return {word: np.asarray(self.model.get_word_vector(word), dtype=np.float32) for word in words}  # type: ignore[attr-defined]
+        return {word: np.asarray(self.model.get_word_vector(word), dtype=np.float32) for word in words}
 
 
 @dataclass
 class MiniLMVectors:
     """Each word's MiniLM word pieces, embedded and averaged (lower-cased, as the uncased model reads)."""
 
-    tokenizer: object
+    tokenizer: _WordPieceTokenizer
     embeddings: np.ndarray
     name: str = "offline:minilm"
 
@@ -84,7 +99,7 @@ class MiniLMVectors:
         words = [word for word in words if word.strip()]
         if not words:
             return {}
-        pieces = self.tokenizer(words, add_special_tokens=False)["input_ids"]  # type: ignore[operator]
+        pieces = self.tokenizer(words, add_special_tokens=False)["input_ids"]
         found = {}
         for word, ids in zip(words, pieces):
             if ids:
@@ -219,7 +234,7 @@ def _parse_row(path: Path, number: int, values: list[str], dim: int) -> np.ndarr
     return row
 
 
-def _open(path: Path) -> io.TextIOBase:
+def _open(path: Path) -> IO[str]:
     if path.suffix == ".zip":
         archive = zipfile.ZipFile(path)
         members = [info for info in archive.infolist() if not info.is_dir()]

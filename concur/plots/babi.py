@@ -20,7 +20,7 @@ from matplotlib.colors import Colormap
 from matplotlib.figure import Figure
 
 from concur.plots.heatmap import MISSING_TEXT, annotated_heatmap, text_color_on
-from concur.plots.style import FAMILY_ORDER, NO_FAMILY_LABEL, SEQUENTIAL_CMAP, display_name, figure_style
+from concur.plots.style import FAMILY_ORDER, NO_FAMILY_LABEL, SEQUENTIAL_CMAP, display_name, figure_style, scores_by_id
 from concur.registry.selection import family_order
 
 COUNT_COLUMNS = ("task", "perfect", "chance", "between", "n")
@@ -63,7 +63,7 @@ def perfect_or_chance(
     """Approaches (rows, by family then mean EM) x tasks, with the perfect/chance counts above each task."""
     counts = perfect_or_chance_counts(wide, benches, perfect, chance)
     table = wide[list(benches)].dropna(how="all")
-    order = family_order(table.index, families, FAMILY_ORDER, scores=table.mean(axis=1).to_dict())
+    order = family_order(table.index, families, FAMILY_ORDER, scores=scores_by_id(table.mean(axis=1)))
     table = table.loc[order]
     rows, columns = table.shape
     cmap = mpl.colormaps[SEQUENTIAL_CMAP]

@@ -20,7 +20,15 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import NullLocator
 
-from concur.plots.style import FAMILY_ORDER, NO_FAMILY_LABEL, color_of, display_name, figure_style, stable_family_colors
+from concur.plots.style import (
+    FAMILY_ORDER,
+    NO_FAMILY_LABEL,
+    color_of,
+    display_name,
+    figure_style,
+    scores_by_id,
+    stable_family_colors,
+)
 from concur.registry.selection import family_order
 
 FIGURE_INCHES = (9.5, 5.0)  # axes plus the legend to their right (one row per approach and per family)
@@ -51,7 +59,7 @@ def downsampling_curves(
     benches = sorted(sizes, key=lambda bench: sizes[bench])
     table = wide[benches].dropna(how="all")
     x = np.array([sizes[bench] for bench in benches], dtype=float)
-    order = family_order(table.index, families, FAMILY_ORDER, scores=table[benches[-1]].to_dict())
+    order = family_order(table.index, families, FAMILY_ORDER, scores=scores_by_id(table[benches[-1]]))
     colors = stable_family_colors(families)
     seen: Counter[str] = Counter()
     groups: dict[str, list[Line2D]] = {}
@@ -110,7 +118,7 @@ def _family_legend(ax: Axes, groups: dict[str, list[Line2D]]) -> None:
     for family, lines in groups.items():
         headers.append(len(labels))
         handles += [Line2D([], [], linestyle="none"), *lines]
-        labels += [family or NO_FAMILY_LABEL, *[line.get_label() for line in lines]]
+        labels += [family or NO_FAMILY_LABEL, *[str(line.get_label()) for line in lines]]  # set from a str; the stubs say object
     legend = ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, borderaxespad=0.0)
     for index in headers:
         legend.get_texts()[index].set_fontweight("bold")

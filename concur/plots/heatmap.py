@@ -167,6 +167,7 @@ def annotated_heatmap(
         cbar_kws={"label": colorbar_label},
     )
     mesh = ax.collections[-1]
+    assert isinstance(mesh, QuadMesh)  # seaborn draws the cells with pcolormesh, last
     ax.grid(False)
     ax.tick_params(length=0)
     for label in ax.get_xticklabels():
@@ -174,9 +175,9 @@ def annotated_heatmap(
     for label in ax.get_yticklabels():
         label.set(rotation=0)
     if texts is not None:
-        colors = mesh.cmap(mesh.norm(data))
+        colors = np.asarray(mesh.cmap(mesh.norm(data)))  # RGBA per cell (the stubs allow one colour's tuple too)
         for (row, column), text in np.ndenumerate(texts):
-            background = "white" if np.isnan(data[row, column]) else colors[row, column]
+            background = "white" if np.isnan(data[row, column]) else _rgba(colors[row, column])
             ax.text(column + 0.5, row + 0.5, text, ha="center", va="center", fontsize=fontsize, color=text_color_on(background))
     return mesh
 
@@ -184,6 +185,12 @@ def annotated_heatmap(
 def text_color_on(background: ColorType) -> str:
     """Dark text on light colours, white on dark ones, by relative luminance."""
     return LIGHT_TEXT if sns.utils.relative_luminance(background) < LIGHT_TEXT_LUMINANCE else DARK_TEXT
+
+
+def _rgba(color: np.ndarray) -> tuple[float, float, float, float]:
+    """A colormap's RGBA row as the colour tuple matplotlib's types describe."""
+    red, green, blue, alpha = (float(value) for value in color)
+    return red, green, blue, alpha
 
 
 def _cell_texts(matrix: pd.DataFrame, counts: pd.DataFrame | None) -> np.ndarray:

@@ -62,10 +62,10 @@ def robustness_figure(
         )
         x_range = _percent_range(x_values, fit.grid)
         y_range = _percent_range(y_values, fit.lower, fit.upper)
-        diagonal = to_axis([min(x_range[0], y_range[0]), max(x_range[1], y_range[1])], scale)
+        diagonal = to_axis(np.array([min(x_range[0], y_range[0]), max(x_range[1], y_range[1])]), scale)
         ax.plot(diagonal, diagonal, color=DIAGONAL_COLOR, linestyle="--", linewidth=1, label="y = x (no drop under shift)")
         for axis, limits, set_limits in ((ax.xaxis, x_range, ax.set_xlim), (ax.yaxis, y_range, ax.set_ylim)):
-            set_limits(*_padded(to_axis(limits, scale)))
+            set_limits(*_padded(to_axis(np.array(limits), scale)))
             _percent_ticks(axis, limits, scale)
         middle = float(np.mean(ax.get_xlim()))
         for index in _most_robust(x_values, y_values, fit, annotate):
@@ -105,7 +105,7 @@ def _padded(limits: np.ndarray) -> tuple[float, float]:
 
 def _percent_ticks(axis: Axis, limits: tuple[float, float], scale: str) -> None:
     """Round percentages inside the data range, placed at their transformed position."""
-    ticks = MaxNLocator(nbins=TICK_BINS, steps=[1, 2, 2.5, 5, 10]).tick_values(*limits)
+    ticks = np.asarray(MaxNLocator(nbins=TICK_BINS, steps=[1, 2, 2.5, 5, 10]).tick_values(*limits))  # an array (stubs: a Sequence)
     ticks = ticks[(ticks > 0) & (ticks < 100)] if scale != "linear" else ticks[(ticks >= 0) & (ticks <= 100)]
     axis.set_ticks(to_axis(ticks, scale), [f"{tick:g}" for tick in ticks])
     axis.set_minor_locator(NullLocator())

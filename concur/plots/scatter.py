@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal, overload
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -23,7 +24,7 @@ from matplotlib import patheffects
 from matplotlib.axes import Axes
 from matplotlib.backend_bases import RendererBase
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
+from matplotlib.figure import Figure, SubFigure
 from matplotlib.text import Annotation, Text
 from matplotlib.transforms import Bbox
 
@@ -55,7 +56,15 @@ CROWDING_RADIUS_POINTS = 30.0  # points with more neighbours this close place th
 STATS_FONT_SIZE = 8
 STATS_PAD_POINTS = 4.0  # the box's frame around its text, kept clear of names
 STATS_BOX = {"boxstyle": "round", "facecolor": "white", "edgecolor": "0.75", "alpha": 0.9}
-STATS_CORNERS = ((0.03, 0.97, "left", "top"), (0.97, 0.03, "right", "bottom"), (0.97, 0.97, "right", "top"), (0.03, 0.03, "left", "bottom"))
+HorizontalAlignment = Literal["left", "center", "right"]
+VerticalAlignment = Literal["bottom", "baseline", "center", "center_baseline", "top"]
+Corner = tuple[float, float, HorizontalAlignment, VerticalAlignment]  # axes fractions x, y and the box's alignment there
+STATS_CORNERS: tuple[Corner, ...] = (
+    (0.03, 0.97, "left", "top"),
+    (0.97, 0.03, "right", "bottom"),
+    (0.97, 0.97, "right", "top"),
+    (0.03, 0.03, "left", "bottom"),
+)
 EMPTY_TEXT = "no approach has both scores"
 
 
@@ -70,6 +79,32 @@ class _Panel:
     stats: Text | None
 
 
+@overload
+def pair_scatter(
+    wide: pd.DataFrame,
+    x: str,
+    y: str,
+    *,
+    families: Mapping[str, str],
+    names: Mapping[str, str] | None = None,
+    stats: str | None = None,
+    ax: None = None,
+) -> Figure: ...
+
+
+@overload
+def pair_scatter(
+    wide: pd.DataFrame,
+    x: str,
+    y: str,
+    *,
+    families: Mapping[str, str],
+    names: Mapping[str, str] | None = None,
+    stats: str | None = None,
+    ax: Axes,
+) -> Figure | SubFigure: ...
+
+
 def pair_scatter(
     wide: pd.DataFrame,
     x: str,
@@ -79,7 +114,7 @@ def pair_scatter(
     names: Mapping[str, str] | None = None,
     stats: str | None = None,
     ax: Axes | None = None,
-) -> Figure:
+) -> Figure | SubFigure:
     """EM on benchmark `y` against EM on benchmark `x` for the approaches that have both.
 
     `stats` is a text box (e.g. the correlations with their intervals) put in the corner
@@ -87,8 +122,12 @@ def pair_scatter(
     """
     colors = stable_family_colors(families)
     with figure_style():
+        fig: Figure | SubFigure
         if ax is None:
-            ax = plt.figure(figsize=PAIR_FIGURE_INCHES, layout="constrained").add_subplot()
+            fig = plt.figure(figsize=PAIR_FIGURE_INCHES, layout="constrained")
+            ax = fig.add_subplot()
+        else:
+            fig = ax.figure
         panel = _draw_panel(ax, wide, x, y, families, names, colors, stats)
         shown = {families.get(item, "") for item in panel.approaches}
         if shown:
@@ -101,7 +140,7 @@ def pair_scatter(
                 borderaxespad=0.0,
             )
         _place_labels([panel])
-    return ax.figure
+    return fig
 
 
 def scatter_grid(
@@ -339,7 +378,7 @@ def _place_stats(text: Text, points: np.ndarray, renderer: RendererBase, pixels_
     return extents[best]
 
 
-def _move_to_corner(text: Text, corner: tuple[float, float, str, str]) -> None:
+def _move_to_corner(text: Text, corner: Corner) -> None:
     x_anchor, y_anchor, ha, va = corner
     text.set_position((x_anchor, y_anchor))
     text.set_horizontalalignment(ha)

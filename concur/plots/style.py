@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import matplotlib
 
@@ -23,6 +24,10 @@ from matplotlib.lines import Line2D  # noqa: E402
 from concur.fsutil import atomic_open  # noqa: E402
 from concur.registry.specs import APPROACH_FAMILIES, BENCHMARK_FAMILIES  # noqa: E402
 
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.typing import RcKeyType
+
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 UNKNOWN_FAMILY_COLOR = "#999999"
 FIGURE_FORMATS = ("pdf", "png")
@@ -32,7 +37,7 @@ NO_FAMILY_LABEL = "other"  # legend entry for ids the caller gave no family
 LEGEND_MARKER_SIZE = 6
 HEATMAP_CMAP = "vlag"  # diverging blue-white-red, symmetric around 0 for correlations
 SEQUENTIAL_CMAP = "cividis"  # perceptually uniform and colour-blind safe, for EM values
-RC = {
+RC: dict[RcKeyType, float | str] = {
     "font.size": 10,
     "axes.titlesize": 11,
     "axes.labelsize": 10,
@@ -85,6 +90,11 @@ def family_legend_handles(present: Iterable[str], colors: Mapping[str, str]) -> 
         for family, color in colors.items()
         if family in shown
     ]
+
+
+def scores_by_id(scores: pd.Series) -> dict[str, float]:
+    """A score column keyed by id, as orderings take it (pandas types its labels and values as anything)."""
+    return {str(item): float(score) for item, score in scores.items()}
 
 
 def display_name(item: str, names: Mapping[str, str] | None) -> str:

@@ -25,7 +25,8 @@ def approach_count_figure(
     names = names or {}
     with figure_style():
         fig, ax = plt.subplots(figsize=FIGURE_SIZE)
-        for index, (bench, rows) in enumerate(curve.groupby("benchmark", sort=False)):
+        for index, (key, rows) in enumerate(curve.groupby("benchmark", sort=False)):
+            bench = str(key)  # benchmark ids are strings; pandas types a group's key as any scalar
             color = OKABE_ITO[index % len(OKABE_ITO)]
             ax.plot(rows["approaches"], rows["mean"], marker="o", color=color, label=names.get(bench, bench))
             ax.fill_between(rows["approaches"], rows["lower"], rows["upper"], color=color, alpha=BAND_ALPHA, linewidth=0)

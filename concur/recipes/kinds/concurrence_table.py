@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from concur.analysis.bootstrap import bootstrap_matrix
-from concur.analysis.concurrence import METHOD_LABELS, METHOD_SYMBOLS, Method, is_small_n
+from concur.analysis.concurrence import METHOD_LABELS, METHOD_SYMBOLS, Method, is_small_n, number_at
 from concur.analysis.render import CSV_DECIMALS, SMALL_N_FOOTNOTE, estimate_text, latex_table, markdown_table
 from concur.analysis.view import EMTable
 from concur.components import FigureKind
@@ -56,7 +56,7 @@ def draw(recipe: Recipe, table: EMTable, stem: Path, output: Output) -> None:
                     grid.loc[names[row], names[column]] = SAME_BENCHMARK
                     continue
                 value, n = cells.estimate.pair(row, column)
-                lower, upper = float(cells.lower.loc[row, column]), float(cells.upper.loc[row, column])
+                lower, upper = number_at(cells.lower, row, column), number_at(cells.upper, row, column)
                 small = is_small_n(n)
                 grid.loc[names[row], names[column]] = estimate_text(value, small_n=small)
                 cell = {"row": row, "column": column, "method": str(method), "value": value, "lower": lower, "upper": upper}
@@ -70,13 +70,13 @@ def draw(recipe: Recipe, table: EMTable, stem: Path, output: Output) -> None:
     small_note = f"\n\n{SMALL_N_FOOTNOTE}" if frame["small_n"].any() else ""
     intervals = pd.DataFrame(shown, columns=["Row", "Column", "Statistic", "Estimate", "n"])
     markdown = [f"**{recipe.title}**"]
-    for method, grid in output.tables.items():
-        markdown.append(f"{METHOD_LABELS[method]}:\n\n" + markdown_table(grid.reset_index(names="")))
+    for name, grid in output.tables.items():
+        markdown.append(f"{METHOD_LABELS[Method(name)]}:\n\n" + markdown_table(grid.reset_index(names="")))
     markdown.append(f"With {confidence}:\n\n" + markdown_table(intervals) + small_note)
     write_text(stem.with_suffix(".md"), "\n\n".join(markdown) + "\n", output)
     latex = [
-        latex_table(grid.reset_index(names=""), f"{recipe.title}: {METHOD_LABELS[method]}.", f"tab:{recipe.name}-{method}")
-        for method, grid in output.tables.items()
+        latex_table(grid.reset_index(names=""), f"{recipe.title}: {METHOD_LABELS[Method(name)]}.", f"tab:{recipe.name}-{name}")
+        for name, grid in output.tables.items()
     ]
     write_text(stem.with_suffix(".tex"), "\n".join(latex), output)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast
 
 import pandas as pd
 
@@ -21,7 +21,8 @@ from concur.recipes.spec import Recipe
 @dataclass(frozen=True)
 class RobustnessOptions:
     x: str  # the benchmark on the x axis (in-distribution)
-    scalings: list[Scaling] = field(default_factory=lambda: list(SCALINGS))  # axis scalings, one figure each
+    # SCALINGS is get_args(Scaling), which analysis types as tuple[str, ...]
+    scalings: list[Scaling] = field(default_factory=lambda: cast("list[Scaling]", list(SCALINGS)))  # axis scalings, one figure each
     metric: Literal["em", "f1"] = "em"
 
 

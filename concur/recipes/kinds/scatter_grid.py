@@ -37,12 +37,13 @@ def draw(recipe: Recipe, table: EMTable, stem: Path, output: Output) -> None:
     stats, panels = {}, []
     for other in others:
         row: dict[str, object] = {"reference": reference, "benchmark": other}
+        estimates: dict[Method, float] = {}
         for method in Method:
-            value, n = concurrence_matrix(table.wide[[reference, other]], method).pair(reference, other)
-            row[str(method)] = value
+            estimates[method], n = concurrence_matrix(table.wide[[reference, other]], method).pair(reference, other)
+            row[str(method)] = estimates[method]
         row.update({"n": n, "small_n": is_small_n(n)})
         panels.append(row)
-        lines = [f"{METHOD_SYMBOLS[method]} = {estimate_text(row[str(method)])}" for method in Method]
+        lines = [f"{METHOD_SYMBOLS[method]} = {estimate_text(estimates[method])}" for method in Method]
         stats[other] = "\n".join([*lines, f"n = {n}" + (f" < {MIN_APPROACHES}: too few approaches" if is_small_n(n) else "")])
     points = table.wide[[reference, *others]].melt(ignore_index=False, id_vars=reference, var_name="benchmark", value_name="em")
     points = points.dropna().rename(columns={reference: "reference_em"}).rename_axis("approach").reset_index()
