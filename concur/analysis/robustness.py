@@ -21,7 +21,7 @@ from concur.analysis.bootstrap import resample_weights
 from concur.errors import ConcurError, UnknownNameError
 
 Scaling = Literal["linear", "probit", "logit"]  # how scores are mapped before the linear fit
-SCALINGS: tuple[str, ...] = get_args(Scaling)
+SCALINGS: tuple[Scaling, ...] = get_args(Scaling)
 # Scores of exactly 0 or 100 % have no probit/logit; they are moved this many percentage
 # points inside [0, 100] first: half a question on a 1,000-question test set, finer than any
 # difference such a benchmark can show.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, cast
+from typing import Literal
 
 import pandas as pd
 
@@ -22,7 +22,7 @@ from concur.recipes.spec import Recipe
 class RobustnessOptions:
     x: str  # the benchmark on the x axis (in-distribution)
     # SCALINGS is get_args(Scaling), which analysis types as tuple[str, ...]
-    scalings: list[Scaling] = field(default_factory=lambda: cast("list[Scaling]", list(SCALINGS)))  # axis scalings, one figure each
+    scalings: list[Scaling] = field(default_factory=lambda: list(SCALINGS))  # axis scalings, one figure each
     metric: Literal["em", "f1"] = "em"
 
 
