@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -40,27 +40,12 @@ class Scores:
     missing_sample: tuple[str, ...] = ()  # a few qids without a prediction
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "exact_match": self.exact_match,
-            "f1": self.f1,
-            "n_questions": self.n_questions,
-            "n_predicted": self.n_predicted,
-            "n_missing": self.n_missing,
-            "n_extra": self.n_extra,
-            "missing_sample": list(self.missing_sample),
-        }
+        return {**asdict(self), "missing_sample": list(self.missing_sample)}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Scores:
-        return cls(
-            exact_match=data["exact_match"],
-            f1=data["f1"],
-            n_questions=data.get("n_questions"),
-            n_predicted=data.get("n_predicted"),
-            n_missing=data.get("n_missing"),
-            n_extra=data.get("n_extra"),
-            missing_sample=tuple(data.get("missing_sample") or ()),
-        )
+        known = {name: data[name] for name in _field_names(cls) if name in data}
+        return cls(**{**known, "missing_sample": tuple(data.get("missing_sample") or ())})
 
 
 @dataclass(frozen=True)
@@ -76,27 +61,11 @@ class Accounting:
     peak_memory_bytes: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "device_kind": self.device_kind,
-            "devices": self.devices,
-            "wall_seconds": self.wall_seconds,
-            "startup_seconds": self.startup_seconds,
-            "pool_start_seconds": self.pool_start_seconds,
-            "device_seconds": self.device_seconds,
-            "peak_memory_bytes": self.peak_memory_bytes,
-        }
+        return asdict(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Accounting:
-        return cls(
-            device_kind=data.get("device_kind"),
-            devices=data.get("devices"),
-            wall_seconds=data.get("wall_seconds"),
-            startup_seconds=data.get("startup_seconds"),
-            pool_start_seconds=data.get("pool_start_seconds"),
-            device_seconds=data.get("device_seconds"),
-            peak_memory_bytes=data.get("peak_memory_bytes"),
-        )
+        return cls(**{name: data.get(name) for name in _field_names(cls)})
 
 
 @dataclass(frozen=True)
@@ -331,3 +300,7 @@ def _plain_list(values: tuple[Mapping[str, Any], ...] | None) -> list[dict[str, 
 
 def _tuple_or_none(values: Any) -> tuple[Mapping[str, Any], ...] | None:
     return tuple(values) if isinstance(values, list) else None
+
+
+def _field_names(kind: type[Scores] | type[Accounting]) -> list[str]:
+    return [field.name for field in fields(kind)]
