@@ -181,3 +181,19 @@ def test_the_temporary_files_of_claimers_killed_mid_way_are_swept_and_no_live_cl
     assert claim is not None and claim.pid == os.getpid() and book.holds(claim)
     book.sweep()
     assert sorted(path.name for path in book.directory.iterdir()) == sorted(["k3.json", live.name])
+
+
+def test_the_sweep_removes_a_finished_jobs_claim_only_when_its_owner_is_gone(tmp_path):
+    """A driver killed between writing a result and giving its claim up leaves the claim; the sweep at the end of a
+    grid removes it for the finished keys it is given, and leaves a live owner's claim and unfinished keys alone."""
+    book = ClaimBook(tmp_path)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    _write_claim(book, pid=dead.pid, claimed_at=time.time())  # heartbeat fresh: only the owner's death makes it stale
+    book.sweep()  # no finished keys given: the claim stays
+    assert book.path(KEY).exists()
+    book.sweep(finished=[KEY])
+    assert not book.path(KEY).exists()
+    live = _write_claim(book, pid=os.getpid(), pid_started=process_start(os.getpid()), claimed_at=time.time())
+    book.sweep(finished=[KEY])
+    assert book.holder(KEY) == live

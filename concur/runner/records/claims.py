@@ -23,7 +23,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -142,14 +142,18 @@ class ClaimBook:
         if self.holds(claim):
             self.path(claim.key).unlink(missing_ok=True)
 
-    def sweep(self) -> None:
-        """Remove the temporary claim files of claimers that died before removing them (SIGKILL between writing one
-        and linking it): what a driver does once its grid is over, so a killed driver leaves nothing behind."""
+    def sweep(self, finished: Iterable[str] = ()) -> None:
+        """Remove what killed claimers left: the temporary claim files of those that died between writing one and
+        linking it, and the claims on `finished` jobs (keys with a result) whose owners died between writing the
+        result and giving the claim up. What a driver does once its grid is over, so a killed driver leaves nothing
+        behind; a claim whose owner is alive is its owner's to remove."""
         if not self.directory.is_dir():
             return
         stems = {entry.name.split(OWNER_SEPARATOR, 1)[0] for entry in self.directory.iterdir() if OWNER_SEPARATOR in entry.name}
         for stem in stems:
             remove_abandoned(self.directory, stem)
+        for key in finished:
+            self.clear_if_stale(key)
 
     def clear_if_stale(self, key: str) -> None:
         """Remove a claim its owner left behind (killed after the job finished), so no stale claim lingers."""

@@ -162,6 +162,7 @@ class SlurmExecutor:
         alive = self._alive(remembered, self._queue_states(remembered))
         claimed: list[tuple[Task, Claim]] = []
         seen: set[str] = set()
+        queued: set[str] = set()  # jobs without a result that a submission still in the queue will run
         damaged_dir = self.workspace.damaged_aside()
         for task in tasks:
             key = task.job.key
@@ -174,6 +175,7 @@ class SlurmExecutor:
                 submitted.finished.append(outcome)
             elif key in alive:
                 self.echo(f"job {key} ({task.job.describe()}) is queued as Slurm job {alive[key].slurm_id}; not submitting it again")
+                queued.add(key)
             else:
                 claim = claim_job(self.claims, task.job, job_dir, self.options.retry_failed, self.echo)
                 if isinstance(claim, Outcome):
@@ -185,7 +187,7 @@ class SlurmExecutor:
                         submitted.finished.append(claim)
                     continue
                 claimed.append((task, claim))
-        submitted.submissions += [alive[key] for key in alive if key in seen]
+        submitted.submissions += [alive[key] for key in alive if key in queued]  # not those that finished meanwhile
         submitted.submissions += self._submit_claimed(claimed)
         self.claims.sweep()
         return submitted
@@ -220,6 +222,7 @@ class SlurmExecutor:
                         open_[submission.key] = submission
             if open_ or held:
                 time.sleep(POLL_SECONDS)
+        self.claims.sweep(outcome.job.key for outcome in outcomes if outcome.finished)
         return outcomes
 
     def _submit_claimed(self, claimed: Sequence[tuple[Task, Claim]]) -> list[Submission]:

@@ -204,7 +204,7 @@ class LocalPool:
                     self.claims.release(item.claim)
             if self._zygote is not None:
                 self._zygote.close()
-            self.claims.sweep()
+            self.claims.sweep(key for key, outcome in self._outcomes.items() if outcome.finished)
         return [self._outcomes[key] for key in order]
 
     def _idle(self) -> None:
