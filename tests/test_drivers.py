@@ -176,7 +176,6 @@ KILL_SEEDS = "0,1,2,3"  # four jobs: each driver runs some, and the one killed l
 def _kill_at_result(driver: subprocess.Popen, k: int) -> bool:
     """SIGKILL `driver` right after it reports its k-th result; False when it finished with fewer."""
     results = 0
-    assert driver.stderr is not None
     for line in driver.stderr:
         results += "] done " in line
         if results == k:
@@ -242,7 +241,6 @@ def _claim_for(runs: Path, key: str, pid: int) -> None:
 
 def _wait_for_line(driver: subprocess.Popen, text: str) -> list[str]:
     """Read the driver's stderr until a line holds `text`; the lines read (`_rest` reads what follows)."""
-    assert driver.stderr is not None
     lines = []
     for line in driver.stderr:
         lines.append(line)
