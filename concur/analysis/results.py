@@ -13,13 +13,14 @@ the same (approach, benchmark) cell, the later one replaces it and a note says s
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from concur.analysis.leaderboards import LEADERBOARDS, load_leaderboard
+from concur.analysis.questions import empty_questions
 from concur.analysis.reference import liu2023, liu2023_published_squad
 from concur.analysis.tidy import JSON_SUFFIX, read_tidy_file, tidy_frame
 from concur.data.sources import SourceLocator
@@ -40,11 +41,16 @@ SEPARATOR = "+"
 
 @dataclass(frozen=True)
 class Results:
-    """A tidy table and what the user should know about how it was assembled."""
+    """A tidy table, what the user should know about how it was assembled, and the per-question outcomes behind it.
+
+    `questions` (concur.analysis.questions) holds the runs whose test questions are known, so
+    their intervals can include question noise; it is empty for aggregate-only sources.
+    """
 
     frame: pd.DataFrame
     sources: tuple[str, ...]
     notes: tuple[str, ...]
+    questions: pd.DataFrame = field(default_factory=empty_questions)
 
 
 def load_results(requests: list[str], *, store_path: Path, locator: SourceLocator, registry: Registry | None = None) -> Results:
