@@ -1,8 +1,12 @@
-"""Uncertainty the paper does not report: resampling the approaches.
+"""Uncertainty the paper does not report: resampling the approaches, and the test questions and seeds behind each EM.
 
-The approaches are the sample (a ~ uniform(A), as in the reference study), so every interval here comes
-from resampling approaches with replacement, the same resample for every cell so that
-cells can be compared pairwise. Intervals are percentile or BCa (Efron & Tibshirani 1993,
+The approaches are the sample (a ~ uniform(A), as in the reference study), so every interval
+resamples approaches with replacement, the same resample for every cell so that cells can be
+compared pairwise. Where a benchmark's per-question outcomes are known
+(`concur.analysis.measurement`), each resample also draws its test questions and each cell's
+seeds again (a two-level bootstrap): the EMs are themselves estimates, and at a few hundred
+questions their noise is often larger than the differences between approaches. Each cell says
+which kind of interval it has (`MatrixWithCI.measured`). Intervals are percentile or BCa (Efron & Tibshirani 1993,
 ch. 14); both are seeded and identical for the same seed. Resamples in which a correlation
 is undefined (e.g. every drawn approach scores 100) are left out of that cell's interval,
 and their number is reported.
@@ -19,6 +23,10 @@ import pandas as pd
 from scipy.special import ndtr, ndtri
 
 from concur.analysis.concurrence import ConcurrenceMatrix, Method, concurrence_matrix, weighted_concurrence
+from concur.analysis.measurement import Measurement, em_replicates
+
+
+INTERVAL_KINDS = {True: "questions+approaches", False: "approaches"}
 
 
 class Interval(StrEnum):
@@ -43,6 +51,12 @@ class MatrixWithCI:
     upper: pd.DataFrame
     undefined: pd.DataFrame  # resamples in which the cell's correlation is undefined
     settings: BootstrapSettings
+    measured: pd.DataFrame  # True where the interval also resamples both benchmarks' test questions (and seeds)
+    replicates: np.ndarray  # (resamples, K, K): the correlations of every resample, for tests between cells
+
+    def kind(self, first: str, second: str) -> str:
+        """`questions+approaches` or `approaches`: what the cell's interval resamples."""
+        return INTERVAL_KINDS[bool(self.measured.at[first, second])]
 
 
 @dataclass(frozen=True)
@@ -80,18 +94,16 @@ def jackknife_weights(n: int) -> np.ndarray:
     return 1.0 - np.eye(n)
 
 
-def bootstrap_matrix(wide: pd.DataFrame, method: Method | str, settings: BootstrapSettings = BootstrapSettings()) -> MatrixWithCI:
-    """The concurrence matrix of `wide` with seeded bootstrap intervals per cell."""
+def bootstrap_matrix(
+    wide: pd.DataFrame, method: Method | str, settings: BootstrapSettings = BootstrapSettings(), measurement: Measurement | None = None
+) -> MatrixWithCI:
+    """The concurrence matrix of `wide` with seeded bootstrap intervals per cell (two-level where `measurement` covers)."""
     method = Method(method)
     estimate = concurrence_matrix(wide, method)
-    values = wide.to_numpy(dtype=float)
-    replicates = weighted_concurrence(
-        values, resample_weights(len(wide), settings.n_resamples, np.random.default_rng(settings.seed)), method
-    )
+    replicates = _replicates(wide, method, settings, measurement)
     point = estimate.values.to_numpy()
     if settings.interval is Interval.bca:
-        jackknife = weighted_concurrence(values, jackknife_weights(len(wide)), method)
-        lower, upper = bca_interval(replicates, point, jackknife, settings.confidence)
+        lower, upper = bca_interval(replicates, point, _jackknife(wide, method), settings.confidence)
     else:
         lower, upper = percentile_interval(replicates, settings.confidence)
     labels = estimate.values.index
@@ -99,7 +111,24 @@ def bootstrap_matrix(wide: pd.DataFrame, method: Method | str, settings: Bootstr
     def frame(array: np.ndarray) -> pd.DataFrame:
         return pd.DataFrame(array, index=labels, columns=labels)
 
-    return MatrixWithCI(estimate, frame(lower), frame(upper), frame(np.isnan(replicates).sum(axis=0)), settings)
+    covered = np.array([measurement is not None and measurement.covers(str(bench)) for bench in labels])
+    measured = frame(covered[:, None] & covered[None, :])
+    return MatrixWithCI(estimate, frame(lower), frame(upper), frame(np.isnan(replicates).sum(axis=0)), settings, measured, replicates)
+
+
+def _replicates(wide: pd.DataFrame, method: Method, settings: BootstrapSettings, measurement: Measurement | None) -> np.ndarray:
+    """(resamples, K, K) correlations: approaches drawn from the bootstrap seed's stream, as `scipy.stats.bootstrap`
+    draws them; the covered benchmarks' EMs drawn again from their questions and seeds on streams of their own."""
+    weights = resample_weights(len(wide), settings.n_resamples, np.random.default_rng(settings.seed))
+    covered = measurement is not None and any(measurement.covers(str(bench)) for bench in wide.columns)
+    if measurement is None or not covered:
+        return weighted_concurrence(wide.to_numpy(dtype=float), weights, method)
+    return weighted_concurrence(em_replicates(measurement, wide, settings.n_resamples, settings.seed), weights, method)
+
+
+def _jackknife(wide: pd.DataFrame, method: Method) -> np.ndarray:
+    """Leave-one-approach-out correlations, BCa's acceleration."""
+    return weighted_concurrence(wide.to_numpy(dtype=float), jackknife_weights(len(wide)), method)
 
 
 def percentile_interval(replicates: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
@@ -144,45 +173,91 @@ def compare_with_reference(
     second: str,
     method: Method | str,
     settings: BootstrapSettings = BootstrapSettings(),
+    measurement: Measurement | None = None,
 ) -> Comparison:
     """Paired bootstrap test of CORR(first, reference) - CORR(second, reference).
 
     Both correlations are computed on the approaches that have all three values and on the
-    same resamples, so their dependence (they share the reference) is kept. The two-sided
-    p-value is twice the smaller share of replicate differences on either side of 0.
+    same resamples (of approaches, and of questions and seeds where `measurement` covers), so
+    their dependence (they share the reference) is kept.
     """
     method = Method(method)
-    columns = [reference, first, second]
-    complete = wide[columns].dropna()
-    values = complete.to_numpy(dtype=float)
-    estimate = weighted_concurrence(values, np.ones((1, len(complete))), method)[0]
-    replicates = weighted_concurrence(
-        values, resample_weights(len(complete), settings.n_resamples, np.random.default_rng(settings.seed)), method
-    )
-    differences = replicates[:, 0, 1] - replicates[:, 0, 2]
-    differences = differences[~np.isnan(differences)]
-    difference = float(estimate[0, 1] - estimate[0, 2])
-    if differences.size:
-        bounds = percentile_interval(differences, settings.confidence)
-        lower, upper = float(bounds[0]), float(bounds[1])
-        p_value = float(min(1.0, 2.0 * min(np.mean(differences <= 0), np.mean(differences >= 0))))
-    else:
-        lower = upper = np.nan
-        p_value = float("nan")
-    return Comparison(
+    complete = wide[[reference, first, second]].dropna()
+    estimate = weighted_concurrence(complete.to_numpy(dtype=float), np.ones((1, len(complete))), method)[0]
+    replicates = _replicates(complete, method, settings, measurement)
+    return difference_test(
         reference,
         first,
         second,
         method,
         len(complete),
-        float(estimate[0, 1]),
-        float(estimate[0, 2]),
-        difference,
-        lower,
-        upper,
-        p_value,
+        (float(estimate[0, 1]), float(estimate[0, 2])),
+        replicates[:, 0, 1] - replicates[:, 0, 2],
         settings,
     )
+
+
+def difference_test(
+    reference: str,
+    first: str,
+    second: str,
+    method: Method,
+    n: int,
+    values: tuple[float, float],
+    differences: np.ndarray,
+    settings: BootstrapSettings,
+) -> Comparison:
+    """The percentile interval and two-sided p-value of a difference of two correlations from its replicates.
+
+    The p-value is twice the smaller share of defined replicate differences on either side of 0.
+    """
+    differences = differences[~np.isnan(differences)]
+    if differences.size:
+        bounds = percentile_interval(differences, settings.confidence)
+        lower, upper = float(bounds[0]), float(bounds[1])
+        p_value = float(min(1.0, 2.0 * min(np.mean(differences <= 0), np.mean(differences >= 0))))
+    else:
+        lower = upper = p_value = float("nan")
+    return Comparison(reference, first, second, method, n, values[0], values[1], values[0] - values[1], lower, upper, p_value, settings)
+
+
+def row_tests(ci: MatrixWithCI, reference: str) -> pd.DataFrame:
+    """Every pair of benchmarks in `reference`'s row: does one concur with it more than the other?
+
+    Differences and p-values come from the matrix's own resamples (each correlation over its
+    pairwise-complete approaches); `q_value` is the Benjamini-Hochberg adjusted p-value over the
+    whole row, so reading every row entry at q < 0.05 keeps the expected share of false
+    discoveries below 5%.
+    """
+    labels = [str(bench) for bench in ci.estimate.values.columns]
+    others = [bench for bench in labels if bench != reference]
+    at = {bench: index for index, bench in enumerate(labels)}
+    rows = []
+    for position, first in enumerate(others):
+        for second in others[position + 1 :]:
+            differences = ci.replicates[:, at[first], at[reference]] - ci.replicates[:, at[second], at[reference]]
+            values = (ci.estimate.pair(first, reference)[0], ci.estimate.pair(second, reference)[0])
+            n = min(ci.estimate.pair(first, reference)[1], ci.estimate.pair(second, reference)[1])
+            test = difference_test(reference, first, second, ci.estimate.method, n, values, differences, ci.settings)
+            rows.append({**{name: getattr(test, name) for name in ROW_TEST_FIELDS}, "kind": ci.kind(first, reference)})
+    frame = pd.DataFrame(rows, columns=[*ROW_TEST_FIELDS, "kind"])
+    frame["q_value"] = benjamini_hochberg(frame["p_value"].to_numpy(dtype=float))
+    return frame
+
+
+ROW_TEST_FIELDS = ("first", "second", "first_value", "second_value", "difference", "lower", "upper", "p_value", "n")
+
+
+def benjamini_hochberg(p_values: np.ndarray) -> np.ndarray:
+    """Adjusted p-values (q-values) controlling the false discovery rate (Benjamini & Hochberg 1995); NaN stays NaN."""
+    q_values = np.full(p_values.shape, np.nan)
+    defined = np.flatnonzero(~np.isnan(p_values))
+    if defined.size == 0:
+        return q_values
+    order = defined[np.argsort(p_values[defined], kind="stable")]
+    ranked = p_values[order] * defined.size / np.arange(1, defined.size + 1)
+    q_values[order] = np.minimum(1.0, np.minimum.accumulate(ranked[::-1])[::-1])
+    return q_values
 
 
 def approach_count_curve(

@@ -89,29 +89,36 @@ def weighted_concurrence(values: np.ndarray, weights: np.ndarray, method: Method
     """Correlation matrices (B, K, K) of `values` (n approaches x K benchmarks, NaN = missing).
 
     Row b of `weights` (B, n) says how often each approach occurs in sample b; the result
-    equals the correlation computed on that sample with the approaches repeated.
+    equals the correlation computed on that sample with the approaches repeated. `values` may
+    also differ per sample, (B, n, K): EM drawn again from its test questions in each resample.
     """
     method = Method(method)
     values = np.asarray(values, dtype=float)
     weights = np.asarray(weights, dtype=float)
-    if weights.ndim != 2 or weights.shape[1] != values.shape[0]:
-        raise ValueError(f"weights must have shape (B, {values.shape[0]}), got {weights.shape}")
+    batched = values.ndim == 3
+    n, k = values.shape[-2:]
+    if weights.ndim != 2 or weights.shape[1] != n or (batched and values.shape[0] != weights.shape[0]):
+        raise ValueError(f"weights must have shape ({values.shape[0] if batched else 'B'}, {n}), got {weights.shape}")
     compute = _pearson if method is Method.pearson else _kendall
-    per_sample = values.shape[0] * values.shape[1] if method is Method.pearson else _n_pairs(values.shape[0]) * values.shape[1]
+    per_sample = n * k if method is Method.pearson else _n_pairs(n) * k
     chunk = max(1, CHUNK_BYTES // (8 * max(per_sample, 1)))
-    parts = [compute(values, weights[start : start + chunk]) for start in range(0, weights.shape[0], chunk)]
-    return np.concatenate(parts, axis=0) if parts else np.empty((0, values.shape[1], values.shape[1]))
+    parts = [
+        compute(values[start : start + chunk] if batched else values[None], weights[start : start + chunk])
+        for start in range(0, weights.shape[0], chunk)
+    ]
+    return np.concatenate(parts, axis=0) if parts else np.empty((0, k, k))
 
 
 def _pearson(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """`values` (1 or B, n, K): one table for every sample, or one per sample."""
     present = (~np.isnan(values)).astype(float)
-    centred = np.nan_to_num(values - np.nanmean(values, axis=0, keepdims=True))  # centring keeps the sums well conditioned
-    weighted = weights[:, :, None] * present[None]  # (B, n, K)
+    centred = np.nan_to_num(values - np.nanmean(values, axis=1, keepdims=True))  # centring keeps the sums well conditioned
+    weighted = weights[:, :, None] * present  # (B, n, K)
     wt = weighted.transpose(0, 2, 1)
     n = wt @ present  # (B, K, K): weight of approaches present in both k and l
-    sum_x = (wt * centred.T[None]) @ present  # sum of x_k over those approaches
-    sum_xx = (wt * (centred**2).T[None]) @ present
-    sum_xy = (wt * centred.T[None]) @ centred
+    sum_x = (wt * centred.transpose(0, 2, 1)) @ present  # sum of x_k over those approaches
+    sum_xx = (wt * (centred**2).transpose(0, 2, 1)) @ present
+    sum_xy = (wt * centred.transpose(0, 2, 1)) @ centred
     with np.errstate(invalid="ignore", divide="ignore"):
         mean_x = sum_x / n
         sum_y = sum_x.transpose(0, 2, 1)
@@ -126,19 +133,20 @@ def _pearson(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
 def _kendall(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """tau-b = sum(s_k s_l) / sqrt(untied_k * untied_l) over pairs valid in both benchmarks.
 
-    Copies of one approach form pairs tied in both benchmarks; they add equally to every
-    term of the denominator's (n0 - n1) and cancel, so only distinct pairs are needed.
+    `values` (1 or B, n, K). Copies of one approach form pairs tied in both benchmarks; they
+    add equally to every term of the denominator's (n0 - n1) and cancel, so only distinct
+    pairs are needed.
     """
-    first, second = np.triu_indices(values.shape[0], k=1)
+    first, second = np.triu_indices(values.shape[1], k=1)
     with np.errstate(invalid="ignore"):
-        signs = np.sign(values[first] - values[second])  # (P, K), NaN where either is missing
+        signs = np.sign(values[:, first] - values[:, second])  # (1 or B, P, K), NaN where either is missing
     valid = (~np.isnan(signs)).astype(float)
     signs = np.nan_to_num(signs)
     untied = np.abs(signs)
     pair_weights = weights[:, first] * weights[:, second]  # (B, P)
-    weighted_signs = (pair_weights[:, :, None] * signs[None]).transpose(0, 2, 1)  # (B, K, P)
+    weighted_signs = (pair_weights[:, :, None] * signs).transpose(0, 2, 1)  # (B, K, P)
     numerator = weighted_signs @ signs
-    weighted_untied = (pair_weights[:, :, None] * untied[None]).transpose(0, 2, 1)
+    weighted_untied = (pair_weights[:, :, None] * untied).transpose(0, 2, 1)
     untied_in_first = weighted_untied @ valid  # [k, l]: pairs untied in k among pairs valid for (k, l)
     denominator = untied_in_first * untied_in_first.transpose(0, 2, 1)
     with np.errstate(invalid="ignore", divide="ignore"):

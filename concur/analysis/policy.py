@@ -41,6 +41,7 @@ class Cells:
     table: pd.DataFrame
     excluded: pd.DataFrame  # approach, benchmark, reason
     policy: Policy
+    runs: pd.DataFrame  # the runs behind each value: approach, benchmark, hparam_id, seed, weight (summing to 1 per cell)
 
     def wide(self, value: str = "em") -> pd.DataFrame:
         """Approaches x benchmarks; NaN where a cell has no value."""
@@ -72,10 +73,24 @@ def reduce_runs(frame: pd.DataFrame, policy: Policy | str) -> Cells:
     else:
         chosen = settings.groupby(CELL, as_index=False).agg(em=("em", "mean"), f1=("f1", "mean"))
     table = chosen[[*CELL, "em", "f1"]].merge(spread.reset_index(), on=CELL, how="left")
+    used = _run_weights(runs, chosen, policy)
     labels = [column for column in LABEL_COLUMNS if column in frame.columns]
     if labels:
         table = table.merge(frame[[*CELL, *labels]].drop_duplicates(CELL), on=CELL, how="left")
     excluded = spread.index.difference(pd.MultiIndex.from_frame(table[CELL]))
     reason = f"no run with the default hyperparameters (hparam_id {PUBLISHED})"
     excluded_frame = pd.DataFrame([(approach, bench, reason) for approach, bench in excluded], columns=[*CELL, "reason"])
-    return Cells(table.reset_index(drop=True), excluded_frame, policy)
+    return Cells(table.reset_index(drop=True), excluded_frame, policy, used)
+
+
+def _run_weights(runs: pd.DataFrame, chosen: pd.DataFrame, policy: Policy) -> pd.DataFrame:
+    """Each run's weight in its cell's value: the mean over seeds of the chosen setting (`default`, `best`), or the
+    mean over settings of their seed means (`mean`); the noise of a value is resampled over these runs."""
+    per_setting = runs.groupby([*CELL, "setting"])["em"].transform("size")
+    if policy is Policy.mean:
+        settings = runs.groupby(CELL)["setting"].transform("nunique")
+        used = runs.assign(weight=1.0 / (per_setting * settings))
+    else:
+        keys = chosen[[*CELL, "setting"]]
+        used = runs.assign(weight=1.0 / per_setting).merge(keys, on=[*CELL, "setting"], how="inner")
+    return used[[*CELL, "hparam_id", "seed", "weight"]].reset_index(drop=True)

@@ -1,0 +1,254 @@
+"""How much of a concurrence the test questions allow: each benchmark's reliability, each pair's ceiling.
+
+Each EM is the approach's true accuracy plus noise whose covariance across approaches is known
+from the per-question outcomes (`concur.analysis.measurement`): the questions are shared, so
+the noise of a difference between two approaches is the variance of their per-question
+differences over the number of questions, plus the seed variance of each cell where it has
+several runs. From it:
+
+- **Kendall.** Two approaches whose true EMs differ by `delta`, measured with a difference
+  noise `sigma`, are ordered the same way on a second test set with agreement
+  `rho = 2 Phi(|delta| / sigma) - 1` (the expected product of the two orders' signs). The
+  expected tau between two independent test sets of one benchmark (its **reliability**) is
+  the mean of `rho^2` over pairs of approaches; the **ceiling** of a pair of benchmarks,
+  what tau would be if both ranked the approaches identically, is the mean of
+  `|rho_1| |rho_2|`. `delta^2` is estimated without the bias of the observed difference
+  (`d^2 - sigma^2`, floored at 0), since `E[d^2] = delta^2 + sigma^2`.
+- **Pearson.** The classical reliability: the share of the EMs' variance across approaches
+  that is not noise; the ceiling is `sqrt(rel_1 rel_2)` and the disattenuated r is
+  `r / sqrt(rel_1 rel_2)` (Spearman 1904).
+
+A cell is **inconclusive** when noise alone could explain it: its interval includes 0, or its
+ceiling is below `CONCLUSIVE_CEILING`, so that even identical rankings would look unalike.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.special import ndtr
+
+from concur.analysis.bootstrap import MatrixWithCI
+from concur.analysis.concurrence import Method
+from concur.analysis.measurement import BenchmarkOutcomes, Measurement
+
+PERCENT = 100.0
+CONCLUSIVE_CEILING = 0.5  # below it, a pair's noise alone would halve an identical ranking
+TARGET_CEILING = 0.8  # the reliability the report's warnings say how to reach ("high", as the paper reads tau)
+QUADRATURE_POINTS = 32  # Gauss-Hermite nodes for averaging over a pair's unknown true difference
+MAX_SCALE = 1e4  # the most questions (times today's) or EM spread the search for the target tries
+
+
+_NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(QUADRATURE_POINTS)
+_WEIGHTS = _WEIGHTS / _WEIGHTS.sum()  # expectations over a standard normal
+
+
+def _difference_variance(covariance: np.ndarray, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """The noise variance of each pair's EM difference."""
+    return np.maximum(covariance[first, first] + covariance[second, second] - 2 * covariance[first, second], 0.0)
+
+
+@dataclass(frozen=True)
+class BenchmarkNoise:
+    """One benchmark's EMs and their noise: the covariance across approaches from questions, the variance from seeds."""
+
+    benchmark: str
+    approaches: tuple[str, ...]
+    em: np.ndarray  # (n,) percent
+    question_covariance: np.ndarray  # (n, n) percent^2 of the EMs, at today's number of questions
+    seed_variance: np.ndarray  # (n,) percent^2 of each cell's mean over its runs (0 with one run)
+    n_questions: int
+
+    def covariance(self, n_questions: float | None = None) -> np.ndarray:
+        """The EMs' noise covariance (percent^2) had the benchmark `n_questions` test questions."""
+        scale = 1.0 if n_questions is None else self.n_questions / n_questions
+        return self.question_covariance * scale + np.diag(self.seed_variance)
+
+    def agreement(self, rows: np.ndarray, n_questions: float | None = None, spread: float = 1.0, power: int = 1) -> np.ndarray:
+        """E[|rho|^power] for every pair of the approaches at `rows` (upper triangle order): how surely a test set
+        of `n_questions` orders each pair as the true EMs do; `spread` scales the true differences.
+
+        The true difference of a pair is unknown; its posterior given the observed one is normal
+        under a normal prior whose variance is the mean over pairs of `d^2 - sigma^2` (empirical
+        Bayes), and `|rho|^power` is averaged over it by Gauss-Hermite quadrature. Plugging in the
+        observed difference instead would overstate every reliability, since `E[d^2] = delta^2 + sigma^2`.
+        """
+        first, second = np.triu_indices(len(rows), k=1)
+        today = self.covariance()[np.ix_(rows, rows)]
+        then = self.covariance(n_questions)[np.ix_(rows, rows)]
+        observed = self.em[rows][first] - self.em[rows][second]
+        noise_today = _difference_variance(today, first, second)
+        noise_then = _difference_variance(then, first, second)
+        prior = max(float(np.mean(observed**2 - noise_today)), 0.0) if observed.size else 0.0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            shrink = np.where(prior + noise_today > 0, prior / (prior + noise_today), 1.0)
+            mean = spread * shrink * observed
+            sd = spread * np.sqrt(shrink * noise_today)
+            delta = np.abs(mean[:, None] + sd[:, None] * _NODES[None, :])
+            rho = np.where(noise_then[:, None] > 0, 2.0 * ndtr(delta / np.sqrt(noise_then)[:, None]) - 1.0, (delta > 0).astype(float))
+        return (rho**power) @ _WEIGHTS
+
+    def true_variance_share(self, rows: np.ndarray, n_questions: float | None = None, spread: float = 1.0) -> float:
+        """Pearson reliability over the approaches at `rows`: 1 - noise variance / observed variance across approaches."""
+        if len(rows) < 2:
+            return math.nan
+        noise = self._variance_across(rows, n_questions)
+        true = max(float(np.var(self.em[rows], ddof=1)) - self._variance_across(rows), 0.0) * spread**2
+        return math.nan if true + noise <= 0 else true / (true + noise)
+
+    def _variance_across(self, rows: np.ndarray, n_questions: float | None = None) -> float:
+        """The expected sample variance across approaches that noise alone adds: tr(C S C) / (n - 1), C centring."""
+        covariance = self.covariance(n_questions)[np.ix_(rows, rows)]
+        return float((np.trace(covariance) - covariance.sum() / len(rows)) / (len(rows) - 1))
+
+    def reliability(self, method: Method, rows: np.ndarray | None = None, n_questions: float | None = None, spread: float = 1.0) -> float:
+        """Expected concurrence between two independent test sets of this size (or `n_questions`)."""
+        rows = np.arange(len(self.approaches)) if rows is None else rows
+        if method is Method.pearson:
+            return self.true_variance_share(rows, n_questions, spread)
+        agreement = self.agreement(rows, n_questions, spread, power=2)
+        return float(np.mean(agreement)) if agreement.size else math.nan
+
+    def rows_of(self, approaches: list[str]) -> np.ndarray:
+        position = {approach: index for index, approach in enumerate(self.approaches)}
+        return np.array([position[approach] for approach in approaches], dtype=int)
+
+
+def benchmark_noise(outcomes: BenchmarkOutcomes) -> BenchmarkNoise:
+    """The noise model of one benchmark's EMs from its per-question outcomes."""
+    per_question = outcomes.per_question()
+    questions = outcomes.n_questions
+    question_covariance = PERCENT**2 * np.atleast_2d(np.cov(per_question, ddof=1)) / questions
+    run_em = outcomes.run_em()
+    runs = outcomes.n_runs
+    seed_variance = np.zeros(len(outcomes.approaches))
+    for approach, size in enumerate(runs):
+        if size > 1:
+            # Runs differ on the same questions by their training and by each answer's own chance; the latter is
+            # already in the question covariance, so only the excess over it is the seeds' variance.
+            between_runs = float(np.var(run_em[approach, :size], ddof=1))
+            within_question = PERCENT**2 * float(np.var(outcomes.outcomes[approach, :size], axis=0, ddof=1).mean()) / questions
+            seed_variance[approach] = max(between_runs - within_question, 0.0) * float(np.sum(outcomes.weights[approach, :size] ** 2))
+    return BenchmarkNoise(outcomes.benchmark, outcomes.approaches, outcomes.em(), question_covariance, seed_variance, questions)
+
+
+@dataclass(frozen=True)
+class NoiseCeilings:
+    """Reliability per benchmark and ceiling per pair for one correlation; NaN where a benchmark has no per-question data."""
+
+    method: Method
+    reliability: pd.Series  # by benchmark
+    ceiling: pd.DataFrame  # benchmark x benchmark; the diagonal holds the reliability
+    disattenuated: pd.DataFrame | None  # Pearson only: r / sqrt(rel_1 rel_2) over each pair's common approaches
+
+
+def noise_ceilings(wide: pd.DataFrame, measurement: Measurement, method: Method, observed: pd.DataFrame | None = None) -> NoiseCeilings:
+    """Reliabilities and ceilings of `wide`'s benchmarks over its approaches (pairwise-complete, as the matrix).
+
+    `observed` is the Pearson matrix whose values are disattenuated. Benchmarks with a value for
+    the same approaches share one set of pairs, so their ceilings are one matrix product.
+    """
+    labels = [str(bench) for bench in wide.columns]
+    models = {bench: benchmark_noise(measurement.benchmarks[bench]) for bench in labels if measurement.covers(bench)}
+    ceiling = pd.DataFrame(np.nan, index=labels, columns=labels)
+    present = wide.notna()
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for bench in models:
+        groups.setdefault(tuple(str(approach) for approach in wide.index[present[bench]]), []).append(bench)
+    for common, benches in groups.items():  # pairs within a group: the same approaches
+        if len(common) >= 2:
+            ceiling.loc[benches, benches] = _ceilings([models[bench] for bench in benches], list(common), method)
+    for (first_common, first_group), (second_common, second_group) in itertools.permutations(groups.items(), 2):
+        common = [approach for approach in first_common if approach in set(second_common)]
+        if len(common) < 2:
+            continue
+        for first in first_group:
+            for second in second_group:
+                ceiling.at[first, second] = _ceilings([models[first], models[second]], common, method)[0, 1]
+    disattenuated = None
+    if method is Method.pearson and observed is not None:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            disattenuated = observed.loc[labels, labels] / ceiling.where(ceiling > 0)
+        disattenuated = disattenuated.where(~np.eye(len(labels), dtype=bool))
+    reliability = pd.Series({bench: ceiling.at[bench, bench] for bench in labels}, dtype=float)
+    return NoiseCeilings(method, reliability, ceiling, disattenuated)
+
+
+def _ceilings(models: list[BenchmarkNoise], approaches: list[str], method: Method) -> np.ndarray:
+    """The ceilings among benchmarks over the same approaches; the diagonal holds each one's reliability."""
+    if method is Method.kendall:
+        agreement = np.stack([model.agreement(model.rows_of(approaches)) for model in models])  # (benchmarks, pairs)
+        matrix = agreement @ agreement.T / agreement.shape[1]
+        diagonal = [float(np.mean(model.agreement(model.rows_of(approaches), power=2))) for model in models]
+    else:
+        shares = np.array([max(model.true_variance_share(model.rows_of(approaches)), 0.0) for model in models])
+        matrix = np.sqrt(np.outer(shares, shares))
+        diagonal = [model.true_variance_share(model.rows_of(approaches)) for model in models]
+    np.fill_diagonal(matrix, diagonal)
+    return matrix
+
+
+def inconclusive(ci: MatrixWithCI | None, ceilings: NoiseCeilings | None) -> pd.DataFrame:
+    """True where noise alone could explain a cell (interval includes 0, or ceiling below `CONCLUSIVE_CEILING`),
+    False where neither holds, None where it cannot be told (no interval and no low ceiling). The diagonal is None."""
+    reference = ci.estimate.values if ci is not None else ceilings.ceiling if ceilings is not None else None
+    if reference is None:
+        raise ValueError("inconclusive needs an interval or a ceiling")
+    labels = list(reference.index)
+    verdict = pd.DataFrame(None, index=labels, columns=labels, dtype=object)
+    for first in labels:
+        for second in labels:
+            if first == second:
+                continue
+            low = ceilings is not None and bool(ceilings.ceiling.at[first, second] < CONCLUSIVE_CEILING)
+            if ci is not None and not math.isnan(float(ci.lower.at[first, second])):
+                spans_zero = float(ci.lower.at[first, second]) <= 0.0 <= float(ci.upper.at[first, second])
+                verdict.at[first, second] = bool(spans_zero or low)
+            elif ci is not None and not math.isnan(float(ci.estimate.values.at[first, second])) and not low:
+                verdict.at[first, second] = None
+            else:
+                verdict.at[first, second] = True if low else None
+    return verdict
+
+
+@dataclass(frozen=True)
+class Remedy:
+    """What it would take a benchmark to reach a reliability of `target`: questions, or a wider EM spread."""
+
+    benchmark: str
+    reliability: float
+    n_questions: int
+    questions_needed: int | None  # None: more questions alone do not reach it (seed noise, or differences within noise)
+    spread_needed: float | None  # the factor on today's EM differences that reaches it at today's size
+
+
+def remedy(noise: BenchmarkNoise, method: Method, target: float = TARGET_CEILING) -> Remedy:
+    """How many test questions, or how much wider a spread of EMs, would bring the reliability to `target`."""
+    today = noise.reliability(method)
+    questions = _smallest(lambda scale: noise.reliability(method, n_questions=noise.n_questions * scale), target)
+    spread = _smallest(lambda scale: noise.reliability(method, spread=scale), target)
+    return Remedy(
+        noise.benchmark,
+        today,
+        noise.n_questions,
+        None if questions is None else math.ceil(noise.n_questions * questions),
+        spread,
+    )
+
+
+def _smallest(reliability_at: Callable[[float], float], target: float) -> float | None:
+    """The smallest scale in [1, MAX_SCALE] at which the (increasing) reliability reaches `target`, by bisection."""
+    if reliability_at(1.0) >= target:
+        return 1.0
+    if not reliability_at(MAX_SCALE) >= target:
+        return None
+    low, high = 1.0, MAX_SCALE
+    while high / low > 1.01:
+        middle = math.sqrt(low * high)
+        low, high = (middle, high) if reliability_at(middle) < target else (low, middle)
+    return high
