@@ -9,12 +9,14 @@ the tidy table's types, so a per-question frame and its aggregate join on them d
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from concur.analysis.tidy import KEY_COLUMNS, TIDY_COLUMNS
+from concur.analysis.tidy import KEY_COLUMNS, TIDY_COLUMNS, RawTable, integer_column, name_column
+from concur.errors import DataFormatError
 
 QUESTION_COLUMNS = ("approach", "benchmark", "hparam_id", "seed", "question_id", "em", "f1")
 QUESTION_DTYPES: dict[str, Any] = {
@@ -26,6 +28,12 @@ QUESTION_DTYPES: dict[str, Any] = {
     "em": "float64",
     "f1": "float64",
 }
+REQUIRED_QUESTION_COLUMNS = ("approach", "benchmark", "question_id", "em")
+QUESTIONS_EXAMPLE = (
+    "a per-question results table has one row per run and question: approach, benchmark, question_id, em (1 or 0), "
+    "and optionally f1 (0-1), seed, hparam_id"
+)
+SHOWN_QUESTIONS = 3  # question ids an error quotes
 PERCENT = 100.0  # the tidy table's EM and F1 are percentages; per-question scores are fractions
 
 
@@ -55,3 +63,99 @@ def aggregate_questions(questions: pd.DataFrame) -> pd.DataFrame:
     for column in KEY_COLUMNS:
         tidy[column] = tidy[column].astype(QUESTION_DTYPES[column])
     return tidy[list(TIDY_COLUMNS)]
+
+
+def read_questions(raw: RawTable, origin: str) -> pd.DataFrame:
+    """A user's per-question table (the CSV contract: `approach, benchmark, question_id, em` with `em` 1 or 0, optional
+    `f1` 0-1, `seed`, `hparam_id`), checked; errors are one line naming `origin` and the line.
+
+    Every run of a benchmark must list the same questions: a run scored on fewer questions
+    has an EM on another test set, and its interval would not be comparable.
+    """
+    frame, lines = raw.frame.reset_index(drop=True), raw.lines
+    missing = [column for column in REQUIRED_QUESTION_COLUMNS if column not in frame.columns]
+    if missing:
+        raise DataFormatError(origin, f"missing column(s) {', '.join(missing)}; {QUESTIONS_EXAMPLE}")
+    questions = pd.DataFrame({column: name_column(frame, column, origin, lines) for column in ("approach", "benchmark")})
+    for column in ("hparam_id", "seed"):
+        questions[column] = integer_column(frame, column, origin, lines)
+    questions["question_id"] = frame["question_id"].astype("string").str.strip()
+    _refuse(questions["question_id"].isna() | (questions["question_id"] == ""), origin, lines, "column 'question_id' must not be empty")
+    questions["em"] = _fractions(frame, "em", origin, lines, "must be 1 or 0 (answered exactly or not)", required=True)
+    questions["f1"] = _fractions(frame, "f1", origin, lines, "must be a number from 0 to 1 (the question's token F1) or empty")
+    questions = question_frame(questions)
+    _refuse_repeated_questions(questions, origin, lines)
+    _refuse_uneven_runs(questions, origin, lines)
+    return questions
+
+
+def questions_csv(questions: pd.DataFrame) -> str:
+    """The per-question frame as the CSV contract `read_questions` reads (em 1 or 0, f1 0-1, empty where missing)."""
+    written = question_frame(questions).assign(em=lambda frame: frame["em"].astype("Int64"))
+    return written.to_csv(index=False)
+
+
+def describe_run(approach: object, benchmark: object, hparam_id: object, seed: object) -> str:
+    """ "bidaf on squad (hparams 2, seed 1)", leaving out what the run does not have."""
+    parts = [f"{label} {value}" for label, value in (("hparams", hparam_id), ("seed", seed)) if not pd.isna(value)]  # type: ignore[call-overload]
+    return f"{approach} on {benchmark}" + (f" ({', '.join(parts)})" if parts else "")
+
+
+def _fractions(frame: pd.DataFrame, column: str, origin: str, lines: Sequence[int], rule: str, *, required: bool = False) -> pd.Series:
+    """`column` as floats within 0-1 (exactly 0 or 1 for `em`); NaN where absent, unless `required`."""
+    if column not in frame.columns:
+        return pd.Series(np.nan, index=frame.index, dtype=float)
+    raw = frame[column]
+    numbers = pd.to_numeric(raw, errors="coerce").astype(float)
+    allowed = numbers.isin([0.0, 1.0]) if column == "em" else numbers.between(0.0, 1.0)
+    bad = ~allowed & (raw.notna() | required)
+    if bad.any():
+        row = int(np.flatnonzero(bad.to_numpy())[0])
+        value = raw.iloc[row]
+        problem = "is missing" if pd.isna(value) else f"{rule}, got {value!r}"
+        raise DataFormatError(origin, f"column {column!r} {problem}", lines[row])
+    return numbers
+
+
+def _refuse(bad: pd.Series, origin: str, lines: Sequence[int], problem: str) -> None:
+    if bad.any():
+        raise DataFormatError(origin, problem, lines[int(np.flatnonzero(bad.to_numpy())[0])])
+
+
+def _run_keys(questions: pd.DataFrame) -> pd.DataFrame:
+    """The run keys as text, NA spelt out, so that runs without a seed or setting group and compare."""
+    return questions[list(KEY_COLUMNS)].astype("string").fillna("<none>")
+
+
+def _refuse_repeated_questions(questions: pd.DataFrame, origin: str, lines: Sequence[int]) -> None:
+    keyed = _run_keys(questions).assign(question_id=questions["question_id"])
+    repeated = keyed.duplicated(keep=False)
+    if not repeated.any():
+        return
+    rows = np.flatnonzero(repeated.to_numpy())
+    first = keyed.iloc[rows[0]]
+    twins = [int(row) for row in rows if keyed.iloc[row].equals(first)]
+    run = describe_run(*questions.loc[twins[0], list(KEY_COLUMNS)])
+    where = ", ".join(str(lines[row]) for row in twins)
+    raise DataFormatError(origin, f"question {first['question_id']!r} of {run} appears more than once (lines {where})", lines[twins[1]])
+
+
+def _refuse_uneven_runs(questions: pd.DataFrame, origin: str, lines: Sequence[int]) -> None:
+    """Every run of a benchmark lists every question any run of it lists."""
+    keys = _run_keys(questions)
+    run = questions.groupby([keys[column] for column in KEY_COLUMNS], sort=False).ngroup().to_numpy()
+    listed = np.bincount(run)  # questions per run (repeated ones were refused)
+    of_bench = questions.groupby("benchmark", sort=False)["question_id"].transform("nunique").to_numpy()
+    short = np.flatnonzero(listed[run] < of_bench)
+    if not len(short):
+        return
+    first = int(short[0])
+    bench_ids = set(questions.loc[questions["benchmark"] == questions.at[first, "benchmark"], "question_id"])
+    lacking = sorted(bench_ids - set(questions.loc[run == run[first], "question_id"]))
+    shown = ", ".join(lacking[:SHOWN_QUESTIONS]) + (", ..." if len(lacking) > SHOWN_QUESTIONS else "")
+    raise DataFormatError(
+        origin,
+        f"{describe_run(*questions.loc[first, list(KEY_COLUMNS)])} lists {listed[run[first]]} of the benchmark's "
+        f"{of_bench[first]} questions; every run of a benchmark must score the same questions (it lacks {shown})",
+        lines[first],
+    )

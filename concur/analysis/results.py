@@ -7,22 +7,30 @@ in it.
 
 Several sources can be combined (`--results liu2023 --results store`, or `liu2023+store`):
 e.g. one approach run locally placed among the 20 published ones. When two sources hold
-the same (approach, benchmark) cell, the later one replaces it and a note says so.
+the same (approach, benchmark) cell, the later one replaces it (with its per-question
+outcomes) and a note says so.
+
+A file is read in its layout (`concur.analysis.layouts`: tidy, per question, or wide),
+detected from its columns unless `layout` names it. The store and a study also give each
+finished job's per-question outcomes, scored again from its stored predictions
+(`concur.analysis.job_questions`).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from concur.analysis.job_questions import FinishedJob, job_questions
+from concur.analysis.layouts import Layout, read_results_file
 from concur.analysis.leaderboards import LEADERBOARDS, load_leaderboard
-from concur.analysis.questions import empty_questions
+from concur.analysis.questions import empty_questions, question_frame
 from concur.analysis.reference import liu2023, liu2023_published_squad
-from concur.analysis.tidy import JSON_SUFFIX, read_tidy_file, tidy_frame
+from concur.analysis.tidy import JSON_SUFFIX, tidy_frame
 from concur.data.sources import SourceLocator
 from concur.errors import ConcurError, MissingSourceError, UnknownNameError
 from concur.registry.registry import Registry, default_registry
@@ -37,6 +45,7 @@ STUDY_PREFIX = "study:"  # `study:FILE.toml`, a study's own results
 REFERENCES = {"liu2023": liu2023, "liu2023-published": liu2023_published_squad}
 NAMED_SOURCES = (*REFERENCES, STORE, f"{STUDY_PREFIX}FILE.toml", *LEADERBOARDS)
 SEPARATOR = "+"
+CELL = ("approach", "benchmark")
 
 
 @dataclass(frozen=True)
@@ -53,29 +62,47 @@ class Results:
     questions: pd.DataFrame = field(default_factory=empty_questions)
 
 
-def load_results(requests: list[str], *, store_path: Path, locator: SourceLocator, registry: Registry | None = None) -> Results:
-    """Read and combine every requested source, in order; `registry` resolves a study's names (default: the built-in
-    specs and $CONCUR_REGISTRY), and its runs directory is the one holding `store_path`."""
+@dataclass(frozen=True)
+class Source:
+    """One source's tidy table, its per-question outcomes (often none) and its notes."""
+
+    frame: pd.DataFrame
+    questions: pd.DataFrame
+    notes: list[str]
+
+
+def load_results(
+    requests: list[str],
+    *,
+    store_path: Path,
+    locator: SourceLocator,
+    registry: Registry | None = None,
+    layout: Layout | str | None = None,
+) -> Results:
+    """Read and combine every requested source, in order; `registry` resolves a study's names and the benchmarks whose
+    jobs are scored per question (default: the built-in specs and $CONCUR_REGISTRY), and its runs directory is the one
+    holding `store_path`. `layout` is that of every file requested (None: each detected from its columns)."""
     names = [part for request in requests for part in _split(request)]
     if not names:
         raise ConcurError(f"no results given; use --results with one of {', '.join(NAMED_SOURCES)} or a CSV file")
-    frames: list[pd.DataFrame] = []
+    sources: list[Source] = []
     notes: list[str] = []
     for name in names:
-        frame, source_notes = _load_one(name, store_path, locator, registry)
-        notes.extend(source_notes)
-        frames.append(frame.assign(source=name))
-    combined, overridden = _combine(frames)
+        source = _load_one(name, store_path, locator, registry, layout)
+        notes.extend(source.notes)
+        sources.append(Source(source.frame.assign(source=name), source.questions, []))
+    combined, questions, overridden = _combine(sources)
     notes.extend(overridden)
-    return Results(combined, tuple(names), tuple(notes))
+    return Results(combined, tuple(names), tuple(notes), questions)
 
 
-def store_results(store_path: Path) -> tuple[pd.DataFrame, list[str]]:
+def store_results(store_path: Path, registry: Registry | None = None) -> Source:
     """Finished jobs of the runs directory holding `store_path` as a tidy table; failed jobs are counted, not used.
 
     The index is brought up to date from the job directories first (results written but not
     indexed yet count), and a damaged result or index is a note naming the file and the fix
-    while every readable result is still used.
+    while every readable result is still used. Each job's per-question outcomes come with it
+    where its predictions and its benchmark's data are still there (a note counts the others).
     """
     finished = finished_jobs(store_path, Workspace(store_path.parent).jobs_dir)
     if not store_path.is_file() and not finished.with_result:
@@ -87,15 +114,17 @@ def store_results(store_path: Path) -> tuple[pd.DataFrame, list[str]]:
     notes = finished.warnings()
     if len(ok) < len(rows):
         notes.append(f"store: {len(rows) - len(ok)} failed job(s) left out (see `concur status`)")
-    return tidy_frame(frame, str(store_path)), notes
+    workspace = Workspace(store_path.parent)
+    questions, question_notes = job_questions([FinishedJob.from_row(row) for row in ok], workspace, registry or default_registry(), STORE)
+    return Source(tidy_frame(frame, str(store_path)), questions, notes + question_notes)
 
 
-def study_results(path: Path, registry: Registry, workspace: Workspace) -> tuple[pd.DataFrame, list[str]]:
+def study_results(path: Path, registry: Registry, workspace: Workspace) -> Source:
     """The finished ("ok") jobs of a study's plan as a tidy table, with the study's setting ids and seeds.
 
     Read through the plan (the job keys the study computes), so the jobs of another study or
     another budget on the same approaches and benchmarks are left out; failed and unfinished
-    jobs are counted in a note.
+    jobs are counted in a note. Per-question outcomes as for the store.
     """
     study = load_study(path)
     if not workspace.root.is_dir():
@@ -121,7 +150,10 @@ def study_results(path: Path, registry: Registry, workspace: Workspace) -> tuple
         states = plan.counts()
         left = ", ".join(f"{count} {state}" for state, count in sorted(states.items()) if state != JobState.DONE.value)
         notes.append(f"study {study.name}: {len(done)} of {len(plan.jobs)} jobs finished; left out: {left} (`concur study plan {path}`)")
-    return tidy_frame(frame, str(path)), notes
+    # under the study's own setting ids, as its tidy rows (a job's own are those of the study that first planned it)
+    finished = [replace(FinishedJob.from_result(result), hparam_id=planned.point.setting.id) for planned, result in done]
+    questions, question_notes = job_questions(finished, workspace, registry, f"study {study.name}")
+    return Source(tidy_frame(frame, str(path)), questions, notes + question_notes)
 
 
 def _refuse_repeated_runs(rows: list[dict[str, Any]], store_path: Path) -> None:
@@ -145,32 +177,41 @@ def _split(request: str) -> list[str]:
     return [part.strip() for part in request.split(SEPARATOR) if part.strip()]
 
 
-def _load_one(name: str, store_path: Path, locator: SourceLocator, registry: Registry | None) -> tuple[pd.DataFrame, list[str]]:
+def _load_one(name: str, store_path: Path, locator: SourceLocator, registry: Registry | None, layout: Layout | str | None) -> Source:
     if name in REFERENCES:
-        return REFERENCES[name](), []
+        return Source(REFERENCES[name](), empty_questions(), [])
     if name == STORE:
-        return store_results(store_path)
+        return store_results(store_path, registry)
     if name.startswith(STUDY_PREFIX):
         return study_results(Path(name.removeprefix(STUDY_PREFIX)), registry or default_registry(), Workspace(store_path.parent))
     if name in LEADERBOARDS:
         imported = load_leaderboard(name, locator)
-        return imported.frame, list(imported.notes)
+        return Source(imported.frame, empty_questions(), list(imported.notes))
     path = Path(name)
     if path.suffix.lower() in (".csv", JSON_SUFFIX) or path.exists():
-        return read_tidy_file(path), []
+        read = read_results_file(path, layout)
+        return Source(read.frame, read.questions, [])
     raise UnknownNameError("results source", name, NAMED_SOURCES)
 
 
-def _combine(frames: list[pd.DataFrame]) -> tuple[pd.DataFrame, list[str]]:
-    combined = frames[0]
+def _cells(frame: pd.DataFrame) -> pd.MultiIndex:
+    return pd.MultiIndex.from_frame(frame[list(CELL)].astype(str))
+
+
+def _combine(sources: list[Source]) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """The sources' rows, a later source's cells replacing the earlier ones' (their per-question outcomes too)."""
+    combined, questions = sources[0].frame, sources[0].questions
     notes = []
-    for frame in frames[1:]:
-        cells = pd.MultiIndex.from_frame(frame[["approach", "benchmark"]].astype(str))
-        existing = pd.MultiIndex.from_frame(combined[["approach", "benchmark"]].astype(str))
+    for source in sources[1:]:
+        frame = source.frame
+        cells = _cells(frame)
+        existing = _cells(combined)
         replaced = existing.isin(cells)
         if replaced.any():
             pairs = sorted(set(existing[replaced]))
             shown = ", ".join(f"{approach}×{bench}" for approach, bench in pairs[:6]) + (", ..." if len(pairs) > 6 else "")
             notes.append(f"{frame['source'].iloc[0]} replaces {len(pairs)} cell(s) of earlier results: {shown}")
         combined = pd.concat([combined[~replaced], frame], ignore_index=True)
-    return combined, notes
+        kept = questions[~_cells(questions).isin(cells)]
+        questions = question_frame(pd.concat([kept, source.questions], ignore_index=True))
+    return combined, questions, notes

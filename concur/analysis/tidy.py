@@ -16,6 +16,7 @@ correlate like percentages and be wrong in every figure by a factor of 100.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -57,9 +58,9 @@ def tidy_frame(
     missing = [column for column in REQUIRED_COLUMNS if column not in frame.columns]
     if missing:
         raise DataFormatError(origin, f"missing column(s) {', '.join(missing)}; a results table needs {', '.join(TIDY_COLUMNS)}")
-    tidy = pd.DataFrame({"approach": _names(frame, "approach", origin, lines), "benchmark": _names(frame, "benchmark", origin, lines)})
+    tidy = pd.DataFrame({column: name_column(frame, column, origin, lines) for column in ("approach", "benchmark")})
     for column in ("hparam_id", "seed"):
-        tidy[column] = _integers(frame, column, origin, lines)
+        tidy[column] = integer_column(frame, column, origin, lines)
     for column in ("em", "f1"):
         tidy[column] = _scores(frame, column, origin, lines, required=column == "em")
         if imported:
@@ -71,28 +72,53 @@ def tidy_frame(
     return tidy
 
 
+@dataclass(frozen=True)
+class RawTable:
+    """A user's file as read, before any layout is applied: text values (NA where empty) and each row's file line."""
+
+    frame: pd.DataFrame
+    lines: list[int]
+
+
 def read_tidy_file(path: Path) -> pd.DataFrame:
     """A user's results file: JSON when it is named `*.json`, else CSV."""
-    return read_tidy_json(path) if path.suffix.lower() == JSON_SUFFIX else read_tidy_csv(path)
+    raw = read_raw_table(path)
+    return tidy_frame(raw.frame, str(path), lines=raw.lines, imported=True)
 
 
 def read_tidy_json(path: Path) -> pd.DataFrame:
     """A user's results as a JSON array of flat objects with the fields of `TIDY_COLUMNS` (`hparam_id`, `seed`, `f1` optional)."""
-    entries = load_json_list(path)
-    rows = [_flat_row(path, line, index, entry) for index, (line, entry) in enumerate(entries, start=1)]
-    frame = pd.DataFrame(rows, dtype=object)
-    return tidy_frame(frame, str(path), lines=[line for line, _ in entries], imported=True)
+    raw = read_raw_json(path)
+    return tidy_frame(raw.frame, str(path), lines=raw.lines, imported=True)
 
 
 def read_tidy_csv(path: Path) -> pd.DataFrame:
     """A user's results CSV (columns as `TIDY_COLUMNS`; `hparam_id`, `seed`, `f1` optional)."""
+    raw = read_raw_csv(path)
+    return tidy_frame(raw.frame, str(path), lines=raw.lines, imported=True)
+
+
+def read_raw_table(path: Path) -> RawTable:
+    """A user's table file, whatever its layout (concur.analysis.layouts): JSON when named `*.json`, else CSV."""
+    return read_raw_json(path) if path.suffix.lower() == JSON_SUFFIX else read_raw_csv(path)
+
+
+def read_raw_json(path: Path) -> RawTable:
+    """A JSON array of flat objects (numbers, text or null) as a table of text, each row with its object's line."""
+    entries = load_json_list(path)
+    rows = [_flat_row(path, line, index, entry) for index, (line, entry) in enumerate(entries, start=1)]
+    return RawTable(pd.DataFrame(rows, dtype=object), [line for line, _ in entries])
+
+
+def read_raw_csv(path: Path) -> RawTable:
+    """A CSV file with a header line as a table of text (empty cells NA), row i on line i + 2."""
     try:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""], comment=None)
     except FileNotFoundError:
         raise DataFormatError(path, "no such file") from None
     except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
         raise DataFormatError(path, f"not a readable CSV table ({exc})") from None
-    return tidy_frame(frame, str(path), first_line=CSV_FIRST_DATA_LINE, imported=True)
+    return RawTable(frame, list(range(CSV_FIRST_DATA_LINE, CSV_FIRST_DATA_LINE + len(frame))))
 
 
 def _flat_row(path: Path, line: int, index: int, entry: Any) -> dict[str, Any]:
@@ -112,7 +138,8 @@ def _where(origin: str, lines: Sequence[int] | None, row: int) -> tuple[str, int
     return origin, lines[row], ""
 
 
-def _names(frame: pd.DataFrame, column: str, origin: str, lines: Sequence[int] | None) -> pd.Series:
+def name_column(frame: pd.DataFrame, column: str, origin: str, lines: Sequence[int] | None) -> pd.Series:
+    """`column`'s names, stripped; an empty one, or one with a comma (lists are comma-separated), is an error at its line."""
     values = frame[column].astype("string").str.strip()
     bad = values.isna() | (values == "") | values.str.contains(",", regex=False).fillna(False)
     if bad.any():
@@ -122,7 +149,8 @@ def _names(frame: pd.DataFrame, column: str, origin: str, lines: Sequence[int] |
     return values
 
 
-def _integers(frame: pd.DataFrame, column: str, origin: str, lines: Sequence[int] | None) -> pd.Series:
+def integer_column(frame: pd.DataFrame, column: str, origin: str, lines: Sequence[int] | None) -> pd.Series:
+    """`column` as `Int64` (all NA when the frame has no such column); a value that is not a whole number is an error at its line."""
     if column not in frame.columns:
         return pd.Series(pd.NA, index=frame.index, dtype="Int64")
     raw = frame[column]

@@ -11,9 +11,11 @@ from rich.console import Console
 
 from concur.analysis.bootstrap import BootstrapSettings, Interval, MatrixWithCI
 from concur.analysis.concurrence import METHOD_LABELS, ConcurrenceMatrix, Method
+from concur.analysis.layouts import Layout
 from concur.analysis.matrix import MatrixRequest, Order, benchmark_matrix
 from concur.analysis.pair import PAIR_COLUMNS, PairRequest, pair_json, pair_rows, pair_title
 from concur.analysis.policy import Policy
+from concur.analysis.questions import questions_csv
 from concur.analysis.render import (
     SMALL_N_FOOTNOTE,
     cell_texts,
@@ -26,6 +28,7 @@ from concur.analysis.render import (
     small_n_note,
 )
 from concur.analysis.results import NAMED_SOURCES, Results, load_results
+from concur.analysis.runs import runs_table
 from concur.analysis.view import EMTable
 from concur.cli.common import SOURCE_DIR_OPTION, Settings, err, fits, make_table, out, print_json, print_table, settings
 from concur.fsutil import atomic_open
@@ -45,8 +48,14 @@ RESULTS_OPTION = typer.Option(
     ["store"],
     "--results",
     "-r",
-    help=f"Results to analyse: {', '.join(NAMED_SOURCES)} or a tidy CSV or JSON file; "
+    help=f"Results to analyse: {', '.join(NAMED_SOURCES)} or a CSV or JSON file (see --layout); "
     "repeat or join with + to combine (later replaces earlier cells).",
+)
+LAYOUT_OPTION = typer.Option(
+    None,
+    "--layout",
+    help="Layout of the results files: tidy (a row per run), questions (a row per run and question_id, em 1 or 0) "
+    "or wide (a row per approach, a column of EM per benchmark); default: detected from the columns.",
 )
 POLICY_OPTION = typer.Option(Policy.best, "--policy", help="Reduce hyperparameter samples: default (SQuAD setting), best (max), mean.")
 APPROACHES_OPTION = typer.Option(
@@ -57,8 +66,10 @@ SEED_OPTION = typer.Option(0, "--seed", help="Bootstrap seed (same seed, same in
 CONFIDENCE_OPTION = typer.Option(0.95, "--confidence", min=0.5, max=0.999, help="Confidence level of the intervals.")
 
 
-def load(state: Settings, results: list[str], source_dir: list[Path] | None) -> Results:
-    return load_results(results, store_path=state.workspace().db_path, locator=state.locator(source_dir), registry=state.registry())
+def load(state: Settings, results: list[str], source_dir: list[Path] | None, layout: Layout | None = None) -> Results:
+    return load_results(
+        results, store_path=state.workspace().db_path, locator=state.locator(source_dir), registry=state.registry(), layout=layout
+    )
 
 
 def write_output(text: str, out_file: Path | None) -> None:
@@ -84,6 +95,7 @@ def print_note(line: str) -> None:
 def matrix(
     ctx: typer.Context,
     results: list[str] = RESULTS_OPTION,
+    layout: Layout | None = LAYOUT_OPTION,
     corr: Method = typer.Option(Method.kendall, "--corr", help="Correlation: kendall (tau-b) or pearson (r)."),
     benches: str | None = typer.Option(
         None, "--benches", "-b", help="Benchmarks: ids, families (human, downsampled, cloze, synthetic), globs; comma-separated."
@@ -112,7 +124,7 @@ def matrix(
     state = settings(ctx)
     bootstrap = BootstrapSettings(resamples, seed, confidence, interval) if ci else None
     request = MatrixRequest(corr, policy, benches, approaches, order, bootstrap)
-    made = benchmark_matrix(load(state, results, source_dir), request, registry=state.registry(), note=print_note)
+    made = benchmark_matrix(load(state, results, source_dir, layout), request, registry=state.registry(), note=print_note)
     wide, estimate = made.wide, made.estimate
     if made.bootstrap_seconds is not None:
         err.print(f"bootstrap: {resamples} resamples of {len(wide)} approaches, {wide.shape[1]} benchmarks, {made.bootstrap_seconds:.2f} s")
@@ -166,6 +178,7 @@ def compare(
     first: str = typer.Argument(..., help="Benchmark on the x axis."),
     second: str = typer.Argument(..., help="Benchmark on the y axis."),
     results: list[str] = RESULTS_OPTION,
+    layout: Layout | None = LAYOUT_OPTION,
     approaches: str | None = APPROACHES_OPTION,
     policy: Policy = POLICY_OPTION,
     reference: str | None = typer.Option(
@@ -182,7 +195,7 @@ def compare(
     """Two benchmarks side by side: r and tau with intervals, n, and the scatter plot."""
     state = settings(ctx)
     request = PairRequest(first, second, reference, policy, approaches, BootstrapSettings(resamples, seed, confidence, interval))
-    loaded = load(state, results, source_dir)
+    loaded = load(state, results, source_dir, layout)
     stem = plot or state.workspace().root / "figures" / f"compare-{first}-{second}"
     drawn = compare_and_draw(loaded, request, stem, registry=state.registry(), note=print_note)
     if fmt == "json":
@@ -198,11 +211,24 @@ def compare(
 def results_table(
     ctx: typer.Context,
     results: list[str] = RESULTS_OPTION,
+    layout: Layout | None = LAYOUT_OPTION,
     out_file: Path | None = typer.Option(None, "--out", "-o", help="Write the tidy table as CSV to this file (default: stdout)."),
+    questions_file: Path | None = typer.Option(
+        None,
+        "--questions",
+        help="Also write the per-question outcomes to this CSV (approach, benchmark, hparam_id, seed, question_id, em, f1).",
+    ),
+    seed: int = SEED_OPTION,
+    confidence: float = CONFIDENCE_OPTION,
     source_dir: list[Path] | None = SOURCE_DIR_OPTION,
 ) -> None:
-    """The results as one tidy CSV (approach, benchmark, hparam_id, seed, em, f1, labels)."""
-    loaded = load(settings(ctx), results, source_dir)
+    """The results as one tidy CSV (approach, benchmark, hparam_id, seed, em, f1, labels); runs with per-question outcomes
+    also get n_questions and their EM's interval from their test questions (em_lower, em_upper)."""
+    loaded = load(settings(ctx), results, source_dir, layout)
     for line in loaded.notes:
         print_note(line)
-    write_output(loaded.frame.to_csv(index=False), out_file)
+    write_output(runs_table(loaded, confidence=confidence, seed=seed).to_csv(index=False), out_file)
+    if questions_file is not None:
+        if loaded.questions.empty:
+            print_note(f"these results have no per-question outcomes; {questions_file} holds only the header")
+        write_output(questions_csv(loaded.questions), questions_file)

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import typer
 
+from concur.analysis.layouts import Layout
 from concur.analysis.results import NAMED_SOURCES, Results
-from concur.cli.analysis_cmds import load
+from concur.cli.analysis_cmds import LAYOUT_OPTION, load
 from concur.cli.common import DEFAULT_RECIPES, SOURCE_DIR_OPTION, err, print_table, settings
 from concur.progress import task_progress
 from concur.recipes.batch import Outcome, State, draw_recipes
@@ -21,9 +22,10 @@ def figures(
         ["store"],
         "--results",
         "-r",
-        help=f"Results to draw from: {', '.join(NAMED_SOURCES)} or a tidy CSV; repeat or join with + to combine. "
+        help=f"Results to draw from: {', '.join(NAMED_SOURCES)} or a CSV (see --layout); repeat or join with + to combine. "
         "A recipe that names its own results (e.g. a leaderboard) uses those.",
     ),
+    layout: Layout | None = LAYOUT_OPTION,
     reference: str | None = typer.Option(
         None,
         "--reference",
@@ -42,7 +44,7 @@ def figures(
     out_dir = out_dir or state.workspace().root / "figures"
 
     def load_requests(requests: tuple[str, ...]) -> Results:
-        return load(state, list(requests), source_dir)
+        return load(state, list(requests), source_dir, layout)
 
     with task_progress() as progress:
         task = progress.add_task("recipes", total=len(paths), status="")

@@ -7,11 +7,13 @@ from pathlib import Path
 import typer
 
 from concur.analysis.bootstrap import BootstrapSettings, Interval
+from concur.analysis.layouts import Layout
 from concur.analysis.policy import Policy
 from concur.analysis.results import Results
 from concur.cli.analysis_cmds import (
     APPROACHES_OPTION,
     CONFIDENCE_OPTION,
+    LAYOUT_OPTION,
     POLICY_OPTION,
     RESAMPLES_OPTION,
     RESULTS_OPTION,
@@ -27,6 +29,7 @@ from concur.report.page import publish_report
 def report(
     ctx: typer.Context,
     results: list[str] = RESULTS_OPTION,
+    layout: Layout | None = LAYOUT_OPTION,
     out_dir: Path = typer.Option(..., "--out", "-o", help="Directory to write index.html (and files/: PDFs, PNGs, CSVs) into."),
     benches: str | None = typer.Option(
         None, "--benches", "-b", help="Benchmarks: ids, families (human, downsampled, cloze, synthetic), globs; comma-separated."
@@ -58,7 +61,7 @@ def report(
         reference=reference,
         bootstrap=BootstrapSettings(resamples, seed, confidence, interval),
     )
-    make_report(state, results, out_dir, options, recipes=recipes, study=study, source_dir=source_dir)
+    make_report(state, results, out_dir, options, recipes=recipes, study=study, source_dir=source_dir, layout=layout)
 
 
 def make_report(
@@ -70,12 +73,13 @@ def make_report(
     recipes: list[Path] | None,
     study: Path | None,
     source_dir: list[Path] | None,
+    layout: Layout | None = None,
 ) -> Path:
     """Load the results, write the page, and say what it holds (also the end of `concur study run --report`)."""
-    loaded = load(state, results, source_dir)
+    loaded = load(state, results, source_dir, layout)
 
     def load_more(requests: list[str]) -> Results:
-        return load(state, requests, source_dir)
+        return load(state, requests, source_dir, layout)
 
     index, made = publish_report(
         loaded,
