@@ -224,9 +224,12 @@ def test_compare_prints_n_and_flags_small_n(concur, tmp_path):
         and versus["difference"] == pytest.approx(-1 / 3)
     )
     table = concur_at(200, *args).stdout.splitlines()
-    assert table[4].startswith("│ Pearson r  ") and table[4].split("│")[4].strip() == "5"
-    assert table[6].startswith("│ Pearson r: (b1, b3) - (b2, b3) │") and table[6].split("│")[4].strip().startswith("4†  p = ")
+    assert table[4].startswith("│ Pearson r  ") and table[4].split("│")[5].strip() == "5"
+    assert table[4].split("│")[2].strip() == "0.900‡"  # its interval over 5 approaches spans 0: inconclusive
+    assert table[6].startswith("│ Pearson r: (b1, b3) - (b2, b3) │") and table[6].split("│")[5].strip().startswith("4†  p = ")
     assert table[9] == "† n < 5 approaches: an unstable estimate"
+    assert table[10] == "intervals resample: approaches"
+    assert table[12] == "no ceiling or reliability: these results have no per-question outcomes for both benchmarks"
 
 
 def test_compare_rejects_what_is_not_two_benchmark_ids(concur):

@@ -185,10 +185,11 @@ def test_report_content_from_a_store_without_a_browser(tmp_path, toy_runs):
         assert [row[0][1] for row in matrix[1:]] == SHOWN_BENCHES
         attributes, text = cell(page, f"{method}-matrix", "squad", "qamr")
         assert float(attributes["data-value"]) == pytest.approx(squad_qamr) and attributes["data-n"] == "5"
-        assert text.startswith(f"{squad_qamr:.2f} (n=5)") and "few" not in attributes.get("class", "")
+        assert text.startswith(f"{squad_qamr:.2f}‡ (n=5)[-1.00, 1.00]")  # its interval over 5 approaches spans 0: inconclusive
+        assert attributes["class"] == " inconclusive" and attributes["data-inconclusive"] == "true"
     attributes, text = cell(page, "kendall-matrix", "squad", "babi-1")
     assert float(attributes["data-value"]) == pytest.approx(KENDALL_SQUAD_BABI) and attributes["data-n"] == "3"
-    assert attributes["class"] == "few" and text.startswith("0.33† (n=3)")
+    assert attributes["class"] == "few inconclusive" and text.startswith("0.33†‡ (n=3)")
     assert any("2 of 3 pair(s) rest on fewer than 5 approaches" in warning and "squad×babi-1 (n=3)" in warning for warning in page.warnings)
 
     published = liu2023()
@@ -399,7 +400,9 @@ def test_published_report_in_a_real_browser(concur, tmp_path, browser):
     assert float(matrix_cell(browser, "kendall-matrix", "squad", "qamr").get_attribute("data-value")) == pytest.approx(expected)
     assert "Nothing in this report was run with concur: liu2023 is a published table." in browser.find_element(By.ID, "run").text
     assert "these results are the published table itself" in browser.find_element(By.ID, "agreement-unavailable").text
-    assert "No statistic in this report rests on fewer than 5 approaches" in browser.find_element(By.ID, "warnings").text
+    warnings = browser.find_element(By.ID, "warnings").text
+    assert "No per-question outcomes for squad, " in warnings and "resample approaches only" in warnings  # a published table
+    assert "rests on fewer than" not in warnings
     drawn = browser.find_elements(By.CSS_SELECTOR, "figure.recipe")
     skipped = browser.find_elements(By.CSS_SELECTOR, "#skipped li")
     assert drawn and skipped  # e.g. figure 2 is drawn from squad and the human benchmarks; the downsampling curves are not

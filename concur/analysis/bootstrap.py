@@ -215,7 +215,7 @@ def difference_test(
     if differences.size:
         bounds = percentile_interval(differences, settings.confidence)
         lower, upper = float(bounds[0]), float(bounds[1])
-        p_value = float(min(1.0, 2.0 * min(np.mean(differences <= 0), np.mean(differences >= 0))))
+        p_value = min(1.0, 2.0 * min(float(np.mean(differences <= 0)), float(np.mean(differences >= 0))))
     else:
         lower = upper = p_value = float("nan")
     return Comparison(reference, first, second, method, n, values[0], values[1], values[0] - values[1], lower, upper, p_value, settings)

@@ -19,6 +19,7 @@ from concur.analysis.bootstrap import BootstrapSettings, MatrixWithCI, bootstrap
 from concur.analysis.concurrence import ConcurrenceMatrix, Method, concurrence_matrix
 from concur.analysis.ordering import clustered_matrix
 from concur.analysis.policy import Policy
+from concur.analysis.reliability import MatrixNoise, assess_matrix
 from concur.analysis.results import Results
 from concur.analysis.view import EMTable, em_table
 from concur.errors import ConcurError
@@ -51,6 +52,7 @@ class BenchmarkMatrix:
     estimate: ConcurrenceMatrix
     with_ci: MatrixWithCI | None
     bootstrap_seconds: float | None
+    noise: MatrixNoise | None  # ceilings and inconclusive cells; None without per-question data or intervals
 
 
 def benchmark_matrix(
@@ -71,7 +73,10 @@ def benchmark_matrix(
     else:
         wide, estimate = table.wide, concurrence_matrix(table.wide, request.method)
     if request.bootstrap is None:
-        return BenchmarkMatrix(table, wide, estimate, None, None)
+        noise = assess_matrix(wide, table.measurement, request.method, estimate.values, None)
+        return BenchmarkMatrix(table, wide, estimate, None, None, noise)
     started = time.perf_counter()
-    with_ci = bootstrap_matrix(wide, request.method, request.bootstrap)
-    return BenchmarkMatrix(table, wide, estimate, with_ci, time.perf_counter() - started)
+    with_ci = bootstrap_matrix(wide, request.method, request.bootstrap, table.measurement)
+    seconds = time.perf_counter() - started
+    noise = assess_matrix(wide, table.measurement, request.method, estimate.values, with_ci)
+    return BenchmarkMatrix(table, wide, estimate, with_ci, seconds, noise)

@@ -46,19 +46,19 @@ class BenchmarkOutcomes:
     @property
     def n_runs(self) -> np.ndarray:
         """Runs per approach (the rest of the runs axis is padding)."""
-        return (self.weights > 0).sum(axis=1)
+        return np.asarray((self.weights > 0).sum(axis=1))
 
     def per_question(self) -> np.ndarray:
         """(approaches, questions): each cell's outcome per question, its runs weighted (a mean over seeds)."""
-        return np.einsum("as,asq->aq", self.weights, self.outcomes, dtype=float)
+        return np.asarray(np.einsum("as,asq->aq", self.weights, self.outcomes, dtype=float))
 
     def run_em(self) -> np.ndarray:
         """(approaches, runs): each run's EM in percent (0 for padding)."""
-        return PERCENT * self.outcomes.mean(axis=2, dtype=float)
+        return np.asarray(PERCENT * self.outcomes.mean(axis=2, dtype=float))
 
     def em(self) -> np.ndarray:
         """Each approach's EM in percent, as its cell holds it."""
-        return PERCENT * self.per_question().mean(axis=1)
+        return np.asarray(PERCENT * self.per_question().mean(axis=1))
 
     def replicates(self, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
         """(n_resamples, approaches): EM with the questions (shared) and each cell's runs drawn again."""
@@ -67,9 +67,9 @@ class BenchmarkOutcomes:
         flat = self.outcomes.reshape(n * runs, questions)
         run_scores = (question_counts @ flat.T).reshape(n_resamples, n, runs) / np.float32(questions)
         if runs == 1:
-            return PERCENT * run_scores[:, :, 0].astype(float)
+            return np.asarray(PERCENT * run_scores[:, :, 0].astype(float))
         run_counts = self._run_counts(n_resamples, rng) * self.weights[None]
-        return PERCENT * (run_counts * run_scores).sum(axis=2) / run_counts.sum(axis=2)
+        return np.asarray(PERCENT * (run_counts * run_scores).sum(axis=2) / run_counts.sum(axis=2))
 
     def _run_counts(self, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
         """(n_resamples, approaches, runs): how often each of a cell's runs is drawn (its own runs only)."""
@@ -161,7 +161,7 @@ def em_replicates(measurement: Measurement, wide: pd.DataFrame, n_resamples: int
         if outcomes is None:
             continue
         drawn = outcomes.replicates(n_resamples, benchmark_rng(seed, str(bench)))
-        rows = wide.index.get_indexer(list(outcomes.approaches))
+        rows = wide.index.get_indexer(pd.Index(outcomes.approaches))
         present = rows >= 0
         values[:, rows[present], column] = drawn[:, present]
     return values
@@ -181,7 +181,10 @@ def cell_em_intervals(
     lower = np.quantile(replicates, tail, axis=0)
     upper = np.quantile(replicates, 1.0 - tail, axis=0)
     covered = np.array([measurement.covers(str(bench)) for bench in wide.columns])[None, :] & wide.notna().to_numpy()
-    frame = lambda array: pd.DataFrame(np.where(covered, array, np.nan), index=wide.index, columns=wide.columns)  # noqa: E731
+
+    def frame(array: np.ndarray) -> pd.DataFrame:
+        return pd.DataFrame(np.where(covered, array, np.nan), index=wide.index, columns=wide.columns)
+
     return frame(lower), frame(upper)
 
 

@@ -19,8 +19,10 @@ import pandas as pd
 
 from concur.analysis.bootstrap import BootstrapSettings, Comparison, bootstrap_matrix, compare_with_reference
 from concur.analysis.concurrence import METHOD_LABELS, METHOD_SYMBOLS, MIN_APPROACHES, Method, is_small_n, number_at
+from concur.analysis.measurement import Measurement
 from concur.analysis.policy import Policy
-from concur.analysis.render import SMALL_N_MARK
+from concur.analysis.reliability import assess_matrix, verdict_at
+from concur.analysis.render import INCONCLUSIVE_MARK, SMALL_N_MARK
 from concur.analysis.results import Results
 from concur.analysis.view import EMTable, em_table
 from concur.errors import ConcurError
@@ -28,7 +30,7 @@ from concur.registry import Registry
 from concur.registry.specs import id_problem
 
 PAIR_DECIMALS = 3  # finer than a matrix cell's: one pair is read closely, and differences are small
-PAIR_COLUMNS = ["statistic", "value", "interval", "n"]
+PAIR_COLUMNS = ["statistic", "value", "interval", "ceiling", "n"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,11 @@ class PairEstimate:
     lower: float
     upper: float
     n: int
+    kind: str  # what the interval resamples: questions+approaches, or approaches only
+    ceiling: float  # the most the two benchmarks' noise allows (NaN without per-question data)
+    reliability: tuple[float, float]  # of the first and the second benchmark (NaN without per-question data)
+    inconclusive: bool | None  # noise alone could explain it
+    disattenuated: float  # Pearson: r over the ceiling (Spearman 1904); NaN for Kendall or without per-question data
 
 
 @dataclass(frozen=True)
@@ -60,15 +67,40 @@ class PairComparison:
         return any(is_small_n(size) for size in [self.n, *(test.n for test in self.versus_reference)])
 
 
-def compare_pair(wide: pd.DataFrame, first: str, second: str, settings: BootstrapSettings, reference: str | None = None) -> PairComparison:
-    """Pearson and Kendall between `first` and `second` with intervals; with `reference`, the paired test of
-    CORR(first, reference) - CORR(second, reference) for each."""
+def compare_pair(
+    wide: pd.DataFrame,
+    first: str,
+    second: str,
+    settings: BootstrapSettings,
+    reference: str | None = None,
+    measurement: Measurement | None = None,
+) -> PairComparison:
+    """Pearson and Kendall between `first` and `second` with intervals, reliabilities and ceiling; with `reference`,
+    the paired test of CORR(first, reference) - CORR(second, reference) for each. Intervals and tests resample the
+    test questions too where `measurement` covers both benchmarks."""
+    measurement = measurement or Measurement()
     estimates = []
     for method in Method:
-        cell = bootstrap_matrix(wide[[first, second]], method, settings)
+        pair = wide[[first, second]]
+        cell = bootstrap_matrix(pair, method, settings, measurement)
         value, n = cell.estimate.pair(first, second)
-        estimates.append(PairEstimate(method, value, number_at(cell.lower, first, second), number_at(cell.upper, first, second), n))
-    tests = [compare_with_reference(wide, reference, first, second, method, settings) for method in Method] if reference else []
+        noise = assess_matrix(pair, measurement, method, cell.estimate.values, cell)
+        ceilings = noise.ceilings if noise is not None else None
+        estimates.append(
+            PairEstimate(
+                method,
+                value,
+                number_at(cell.lower, first, second),
+                number_at(cell.upper, first, second),
+                n,
+                cell.kind(first, second),
+                number_at(ceilings.ceiling, first, second) if ceilings is not None else math.nan,
+                (float(ceilings.reliability[first]), float(ceilings.reliability[second])) if ceilings is not None else (math.nan, math.nan),
+                verdict_at(noise.inconclusive, first, second) if noise is not None else None,
+                number_at(ceilings.disattenuated, first, second) if ceilings is not None and ceilings.disattenuated is not None else math.nan,
+            )
+        )
+    tests = [compare_with_reference(wide, reference, first, second, method, settings, measurement) for method in Method] if reference else []
     return PairComparison(first, second, estimates, tests)
 
 
@@ -124,7 +156,7 @@ def compare_benchmarks(
         raise ConcurError(f"compare takes benchmark ids, not families or patterns: {', '.join(not_ids)}")
     for line in table.notes:
         note(line)
-    comparison = compare_pair(table.wide, request.first, request.second, request.bootstrap, request.reference)
+    comparison = compare_pair(table.wide, request.first, request.second, request.bootstrap, request.reference, table.measurement)
     return BenchmarkPair(request, table, comparison)
 
 
@@ -138,23 +170,43 @@ def pair_title(pair: BenchmarkPair) -> str:
 
 
 def pair_rows(pair: BenchmarkPair) -> list[list[str]]:
-    """The rows of `PAIR_COLUMNS`: one per correlation, then one per test against the reference (with its p-value)."""
-    rows = [
-        [METHOD_LABELS[estimate.method], _text(estimate.value), _interval(estimate.lower, estimate.upper), _n_text(estimate.n)]
-        for estimate in pair.comparison.estimates
-    ]
-    for test in pair.comparison.versus_reference:
+    """The rows of `PAIR_COLUMNS`: one per correlation (marked when inconclusive), its disattenuated value where known,
+    each benchmark's reliability, then one row per test against the reference (with its p-value)."""
+    comparison = pair.comparison
+    rows = []
+    for estimate in comparison.estimates:
+        marked = _text(estimate.value) + (INCONCLUSIVE_MARK if estimate.inconclusive else "")
+        rows.append([METHOD_LABELS[estimate.method], marked, _interval(estimate.lower, estimate.upper), _text(estimate.ceiling), _n_text(estimate.n)])
+        if not math.isnan(estimate.disattenuated):
+            rows.append([f"{METHOD_LABELS[estimate.method]}, disattenuated", _text(estimate.disattenuated), "", "", _n_text(estimate.n)])
+    for estimate in comparison.estimates:
+        for bench, reliability in zip((comparison.first, comparison.second), estimate.reliability):
+            if not math.isnan(reliability):
+                rows.append([f"{METHOD_LABELS[estimate.method]} reliability of {bench}", _text(reliability), "", "", _n_text(estimate.n)])
+    for test in comparison.versus_reference:
         reference = test.reference
         label = f"{METHOD_LABELS[test.method]}: ({test.first}, {reference}) - ({test.second}, {reference})"
         p_value = "n/a" if math.isnan(test.p_value) else f"{test.p_value:.3f}"
-        rows.append([label, _text(test.difference), _interval(test.lower, test.upper), f"{_n_text(test.n)}  p = {p_value}"])
+        rows.append([label, _text(test.difference), _interval(test.lower, test.upper), "", f"{_n_text(test.n)}  p = {p_value}"])
     return rows
 
 
+def pair_notes(pair: BenchmarkPair) -> list[str]:
+    """What the table's marks and intervals mean for this pair."""
+    kinds = sorted({estimate.kind for estimate in pair.comparison.estimates})
+    notes = [f"intervals resample: {' / '.join(kinds)}"]
+    if any(estimate.inconclusive for estimate in pair.comparison.estimates):
+        notes.append(f"{INCONCLUSIVE_MARK} inconclusive: noise alone could explain it (interval includes 0, or ceiling below 0.5)")
+    if all(math.isnan(estimate.ceiling) for estimate in pair.comparison.estimates):
+        notes.append("no ceiling or reliability: these results have no per-question outcomes for both benchmarks")
+    return notes
+
+
 def pair_stats_text(comparison: PairComparison) -> str:
-    """The plot's text box: each correlation with its interval, then n (flagged when small)."""
+    """The plot's text box: each correlation with its interval (and ceiling where known), then n (flagged when small)."""
     lines = [
         f"{METHOD_SYMBOLS[estimate.method]} = {_text(estimate.value)} {_interval(estimate.lower, estimate.upper)}"
+        + ("" if math.isnan(estimate.ceiling) else f", ceiling {_text(estimate.ceiling)}")
         for estimate in comparison.estimates
     ]
     n = comparison.n
@@ -178,9 +230,18 @@ def pair_json(pair: BenchmarkPair, plot: list[Path]) -> dict[str, Any]:
     }
     for estimate in pair.comparison.estimates:
         payload[str(estimate.method)] = {
-            **_numbers(value=estimate.value, lower=estimate.lower, upper=estimate.upper),
+            **_numbers(
+                value=estimate.value,
+                lower=estimate.lower,
+                upper=estimate.upper,
+                ceiling=estimate.ceiling,
+                disattenuated=estimate.disattenuated,
+            ),
+            "reliability": _numbers(**dict(zip((request.first, request.second), estimate.reliability))),
             "n": estimate.n,
             "small_n": is_small_n(estimate.n),
+            "kind": estimate.kind,
+            "inconclusive": estimate.inconclusive,
         }
     for test in pair.comparison.versus_reference:
         payload[f"versus_{test.reference}_{test.method}"] = {

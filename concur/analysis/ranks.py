@@ -15,16 +15,26 @@ ordered by their EMs, but the test questions do not support that order.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy.special import ndtr
 
-from concur.analysis.measurement import BenchmarkOutcomes
+from concur.analysis.bootstrap import BootstrapSettings, percentile_interval
+from concur.analysis.measurement import BenchmarkOutcomes, benchmark_rng
+from concur.analysis.policy import Policy
 from concur.analysis.reliability import benchmark_noise
+from concur.analysis.results import Results
+from concur.analysis.view import em_table
+from concur.errors import ConcurError
+from concur.registry import Registry
+from concur.registry.specs import id_problem
 
 ALPHA = 0.05
+RANK_COLUMNS = ["group", "approach", "EM", "interval"]
 
 
 @dataclass(frozen=True)
@@ -87,3 +97,72 @@ def holm(p_values: np.ndarray) -> np.ndarray:
     adjusted = np.empty(count)
     adjusted[order] = np.minimum(stepped, 1.0)
     return adjusted
+
+
+@dataclass(frozen=True)
+class BenchmarkRanks:
+    """`concur ranks`: the groups, and each approach's EM interval from the same questions and seeds."""
+
+    groups: RankGroups
+    em_lower: dict[str, float]
+    em_upper: dict[str, float]
+    settings: BootstrapSettings
+
+
+def benchmark_ranks(
+    results: Results,
+    benchmark: str,
+    *,
+    policy: Policy,
+    approaches: str | None,
+    registry: Registry | None,
+    alpha: float = ALPHA,
+    settings: BootstrapSettings = BootstrapSettings(),
+    note: Callable[[str], None] = lambda _: None,
+) -> BenchmarkRanks:
+    """Rank resolution of one benchmark of `results`; refused where its per-question outcomes are not known."""
+    if problem := id_problem(benchmark):
+        raise ConcurError(f"ranks takes a benchmark id: {problem}")
+    table = em_table(results, policy=policy, benches=benchmark, approaches=approaches, registry=registry)
+    for line in table.notes:
+        note(line)
+    outcomes = table.measurement.benchmarks.get(benchmark)
+    if outcomes is None:
+        raise ConcurError(
+            f"{benchmark} has no per-question outcomes in these results (results {'+'.join(results.sources)}); ranks compares "
+            "approaches question by question: use --results store or study:FILE.toml (jobs run by concur), or a per-question CSV"
+        )
+    if len(outcomes.approaches) < 2:
+        raise ConcurError(f"{benchmark} has {len(outcomes.approaches)} approach in these results; ranks needs at least two")
+    grouped = rank_groups(outcomes, alpha)
+    replicates = outcomes.replicates(settings.n_resamples, benchmark_rng(settings.seed, benchmark))
+    lower, upper = percentile_interval(replicates, settings.confidence)
+    em_lower = dict(zip(outcomes.approaches, map(float, lower)))
+    em_upper = dict(zip(outcomes.approaches, map(float, upper)))
+    return BenchmarkRanks(grouped, em_lower, em_upper, settings)
+
+
+def rank_rows(ranks: BenchmarkRanks) -> list[list[str]]:
+    """The rows of `RANK_COLUMNS`, best first: group number, approach, EM, its interval."""
+    rows = []
+    for number, group in enumerate(ranks.groups.groups, start=1):
+        for approach in group:
+            interval = f"[{ranks.em_lower[approach]:.1f}, {ranks.em_upper[approach]:.1f}]"
+            rows.append([str(number), approach, f"{ranks.groups.em[approach]:.1f}", interval])
+    return rows
+
+
+def ranks_json(ranks: BenchmarkRanks) -> dict[str, Any]:
+    """The groups (`{"groups": [[approach, ...], ...]}`, best first) and what is behind them."""
+    grouped = ranks.groups
+    return {
+        "benchmark": grouped.benchmark,
+        "groups": grouped.groups,
+        "n_questions": grouped.n_questions,
+        "alpha": grouped.alpha,
+        "correction": "holm",
+        "em": grouped.em,
+        "em_interval": {approach: [ranks.em_lower[approach], ranks.em_upper[approach]] for approach in grouped.em},
+        "confidence": ranks.settings.confidence,
+        "pairs": grouped.pairs.to_dict(orient="records"),
+    }

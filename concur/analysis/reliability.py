@@ -34,7 +34,7 @@ import pandas as pd
 from scipy.special import ndtr
 
 from concur.analysis.bootstrap import MatrixWithCI
-from concur.analysis.concurrence import Method
+from concur.analysis.concurrence import Method, number_at
 from concur.analysis.measurement import BenchmarkOutcomes, Measurement
 
 PERCENT = 100.0
@@ -50,7 +50,7 @@ _WEIGHTS = _WEIGHTS / _WEIGHTS.sum()  # expectations over a standard normal
 
 def _difference_variance(covariance: np.ndarray, first: np.ndarray, second: np.ndarray) -> np.ndarray:
     """The noise variance of each pair's EM difference."""
-    return np.maximum(covariance[first, first] + covariance[second, second] - 2 * covariance[first, second], 0.0)
+    return np.asarray(np.maximum(covariance[first, first] + covariance[second, second] - 2 * covariance[first, second], 0.0))
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ class BenchmarkNoise:
             sd = spread * np.sqrt(shrink * noise_today)
             delta = np.abs(mean[:, None] + sd[:, None] * _NODES[None, :])
             rho = np.where(noise_then[:, None] > 0, 2.0 * ndtr(delta / np.sqrt(noise_then)[:, None]) - 1.0, (delta > 0).astype(float))
-        return (rho**power) @ _WEIGHTS
+        return np.asarray((rho**power) @ _WEIGHTS)
 
     def true_variance_share(self, rows: np.ndarray, n_questions: float | None = None, spread: float = 1.0) -> float:
         """Pearson reliability over the approaches at `rows`: 1 - noise variance / observed variance across approaches."""
@@ -164,12 +164,12 @@ def noise_ceilings(wide: pd.DataFrame, measurement: Measurement, method: Method,
         if len(common) >= 2:
             ceiling.loc[benches, benches] = _ceilings([models[bench] for bench in benches], list(common), method)
     for (first_common, first_group), (second_common, second_group) in itertools.permutations(groups.items(), 2):
-        common = [approach for approach in first_common if approach in set(second_common)]
-        if len(common) < 2:
+        shared = [approach for approach in first_common if approach in set(second_common)]
+        if len(shared) < 2:
             continue
         for first in first_group:
             for second in second_group:
-                ceiling.at[first, second] = _ceilings([models[first], models[second]], common, method)[0, 1]
+                ceiling.at[first, second] = _ceilings([models[first], models[second]], shared, method)[0, 1]
     disattenuated = None
     if method is Method.pearson and observed is not None:
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -190,30 +190,39 @@ def _ceilings(models: list[BenchmarkNoise], approaches: list[str], method: Metho
         matrix = np.sqrt(np.outer(shares, shares))
         diagonal = [model.true_variance_share(model.rows_of(approaches)) for model in models]
     np.fill_diagonal(matrix, diagonal)
-    return matrix
+    return np.asarray(matrix)
 
 
 def inconclusive(ci: MatrixWithCI | None, ceilings: NoiseCeilings | None) -> pd.DataFrame:
     """True where noise alone could explain a cell (interval includes 0, or ceiling below `CONCLUSIVE_CEILING`),
     False where neither holds, None where it cannot be told (no interval and no low ceiling). The diagonal is None."""
-    reference = ci.estimate.values if ci is not None else ceilings.ceiling if ceilings is not None else None
-    if reference is None:
+    if ci is not None:
+        labels = [str(bench) for bench in ci.estimate.values.index]
+    elif ceilings is not None:
+        labels = [str(bench) for bench in ceilings.ceiling.index]
+    else:
         raise ValueError("inconclusive needs an interval or a ceiling")
-    labels = list(reference.index)
     verdict = pd.DataFrame(None, index=labels, columns=labels, dtype=object)
     for first in labels:
         for second in labels:
-            if first == second:
-                continue
-            low = ceilings is not None and bool(ceilings.ceiling.at[first, second] < CONCLUSIVE_CEILING)
-            if ci is not None and not math.isnan(float(ci.lower.at[first, second])):
-                spans_zero = float(ci.lower.at[first, second]) <= 0.0 <= float(ci.upper.at[first, second])
-                verdict.at[first, second] = bool(spans_zero or low)
-            elif ci is not None and not math.isnan(float(ci.estimate.values.at[first, second])) and not low:
-                verdict.at[first, second] = None
-            else:
-                verdict.at[first, second] = True if low else None
+            if first != second:
+                verdict.at[first, second] = _verdict(ci, ceilings, first, second)
     return verdict
+
+
+def _verdict(ci: MatrixWithCI | None, ceilings: NoiseCeilings | None, first: str, second: str) -> bool | None:
+    low = ceilings is not None and number_at(ceilings.ceiling, first, second) < CONCLUSIVE_CEILING
+    if low:
+        return True
+    if ci is None or math.isnan(number_at(ci.lower, first, second)):
+        return None
+    return number_at(ci.lower, first, second) <= 0.0 <= number_at(ci.upper, first, second)
+
+
+def verdict_at(frame: pd.DataFrame, first: str, second: str) -> bool | None:
+    """A cell of an `inconclusive` frame (True, False or None)."""
+    value = frame.at[first, second]
+    return value if isinstance(value, bool) else None
 
 
 @dataclass(frozen=True)
@@ -252,3 +261,20 @@ def _smallest(reliability_at: Callable[[float], float], target: float) -> float 
         middle = math.sqrt(low * high)
         low, high = (middle, high) if reliability_at(middle) < target else (low, middle)
     return high
+
+
+@dataclass(frozen=True)
+class MatrixNoise:
+    """What noise says about a matrix: each pair's ceiling (where per-question data exists) and which cells are inconclusive."""
+
+    ceilings: NoiseCeilings | None  # None when no benchmark of the matrix has per-question data
+    inconclusive: pd.DataFrame  # True / False / None per cell (`inconclusive`)
+
+
+def assess_matrix(wide: pd.DataFrame, measurement: Measurement, method: Method, observed: pd.DataFrame, ci: MatrixWithCI | None) -> MatrixNoise | None:
+    """The noise assessment of a matrix of `wide`; None when there is nothing to assess it with (no interval, no per-question data)."""
+    covered = any(measurement.covers(str(bench)) for bench in wide.columns)
+    if ci is None and not covered:
+        return None
+    ceilings = noise_ceilings(wide, measurement, method, observed) if covered else None
+    return MatrixNoise(ceilings, inconclusive(ci, ceilings))

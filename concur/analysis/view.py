@@ -6,12 +6,13 @@ missing, so the CLI and the figure recipes report the same cells in the same way
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from concur.analysis.labels import Labels, labels_for
+from concur.analysis.measurement import Measurement, measurement_for
 from concur.analysis.policy import Cells, Policy, reduce_runs
 from concur.analysis.render import listed
 from concur.analysis.results import Results
@@ -28,6 +29,7 @@ class EMTable:
     cells: Cells
     labels: Labels
     notes: tuple[str, ...]
+    measurement: Measurement = field(default_factory=Measurement)  # the per-question outcomes behind its cells, where known
 
     def missing(self) -> list[tuple[str, str]]:
         rows, columns = np.nonzero(self.wide.isna().to_numpy())
@@ -65,14 +67,12 @@ def em_table(
     excluded = cells.excluded[cells.excluded["benchmark"].isin(bench_ids) & cells.excluded["approach"].isin(approach_ids)]
     if len(excluded):
         notes.append(f"policy {cells.policy}: {len(excluded)} cell(s) have runs but none this policy uses ({excluded['reason'].iloc[0]})")
-    table = EMTable(wide, cells, labels, tuple(notes))
+    measurement = measurement_for(wide, cells, results.questions)
+    notes.extend(measurement.notes())
+    table = EMTable(wide, cells, labels, tuple(notes), measurement)
     missing = table.missing()
     if missing:
         shown = listed([f"{approach}×{bench}" for approach, bench in missing])
-        table = EMTable(
-            wide,
-            cells,
-            labels,
-            (*notes, f"{len(missing)} of {wide.size} cells missing (correlations are pairwise-complete; n per cell shown): {shown}"),
-        )
+        notes.append(f"{len(missing)} of {wide.size} cells missing (correlations are pairwise-complete; n per cell shown): {shown}")
+        table = EMTable(wide, cells, labels, tuple(notes), measurement)
     return table

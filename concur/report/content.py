@@ -5,7 +5,11 @@ recipes' figures, and the agreement with the published liu2023 table are all com
 the same selected approaches and benchmarks, so the sections can be read against each
 other. Wherever a statistic rests on fewer than `MIN_APPROACHES` approaches (the analysis
 layer's threshold), the report says so: a correlation over three approaches can take only
-a few values and its interval spans nearly everything.
+a few values and its interval spans nearly everything. Where the results carry per-question
+outcomes, the report also says what the test questions allow: each EM's interval, which
+approaches each benchmark can tell apart, each benchmark's reliability and each pair's ceiling,
+which cells noise alone could explain, and, for the reference benchmark, which benchmarks
+concur with it more than others beyond that noise.
 """
 
 from __future__ import annotations
@@ -17,8 +21,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from concur.analysis.bootstrap import BootstrapSettings, MatrixWithCI, bootstrap_matrix
+from concur.analysis.bootstrap import BootstrapSettings, MatrixWithCI, bootstrap_matrix, row_tests
 from concur.analysis.concurrence import METHOD_LABELS, MIN_APPROACHES, Method, concurrence_matrix, is_small_n
+from concur.analysis.measurement import cell_em_intervals
+from concur.analysis.ranks import RankGroups, rank_groups
+from concur.analysis.reliability import CONCLUSIVE_CEILING, TARGET_CEILING, MatrixNoise, Remedy, assess_matrix, benchmark_noise, remedy, verdict_at
 from concur.analysis.policy import Policy
 from concur.analysis.render import SMALL_N_MARK, small_n_note
 from concur.analysis.results import Results
@@ -62,6 +69,7 @@ class MatrixSection:
 
     ci: MatrixWithCI
     heatmap: list[Path]
+    noise: MatrixNoise | None = None  # ceilings and inconclusive cells
 
     @property
     def method(self) -> Method:
@@ -109,6 +117,19 @@ class Agreement:
 
 
 @dataclass(frozen=True)
+class NoiseSection:
+    """What the test questions allow: EM intervals, rank groups, reliabilities and what would raise them, row tests."""
+
+    em_lower: pd.DataFrame | None  # approaches x benchmarks; None without per-question outcomes
+    em_upper: pd.DataFrame | None
+    ranks: dict[str, RankGroups]  # by covered benchmark
+    remedies: dict[str, Remedy]  # Kendall reliability per covered benchmark and what would bring it to the target
+    row_tests: pd.DataFrame | None  # the reference's row (Kendall), with q-values; None without a reference
+    reference: str | None
+    uncovered: list[str]  # benchmarks without per-question outcomes: intervals over approaches only
+
+
+@dataclass(frozen=True)
 class Report:
     options: ReportOptions
     generated_at: str
@@ -119,6 +140,7 @@ class Report:
     figures: list[FigureOutput]
     agreement: Agreement
     warnings: list[str]
+    noise: NoiseSection | None = None
 
 
 def build_report(
@@ -142,6 +164,7 @@ def build_report(
     if options.reference is not None and options.reference not in table.wide.columns:
         raise UnknownNameError("reference benchmark (in the selected results)", options.reference, table.wide.columns)
     matrices, unavailable = _matrices(table, options.bootstrap, files_dir / MATRICES_DIR)
+    noise = noise_section(table, matrices, options)
     figures = draw_figures(recipes, results, table, options, registry, files_dir / FIGURES_DIR)
     agreement = agreement_with_published(results, table, load, options.policy, registry)
     report = Report(
@@ -154,8 +177,9 @@ def build_report(
         figures=figures,
         agreement=agreement,
         warnings=[],
+        noise=noise,
     )
-    return replace(report, warnings=small_n_warnings(report))
+    return replace(report, warnings=small_n_warnings(report) + noise_warnings(report))
 
 
 def _matrices(table: EMTable, settings: BootstrapSettings, out_dir: Path) -> tuple[list[MatrixSection], str | None]:
@@ -164,10 +188,26 @@ def _matrices(table: EMTable, settings: BootstrapSettings, out_dir: Path) -> tup
         return [], f"a concurrence matrix needs at least {MIN_BENCHMARKS} benchmarks; the selection has {', '.join(wide.columns)}"
     sections = []
     for method in (Method.kendall, Method.pearson):
-        ci = bootstrap_matrix(wide, method, settings)
+        ci = bootstrap_matrix(wide, method, settings, table.measurement)
+        noise = assess_matrix(wide, table.measurement, method, ci.estimate.values, ci)
         figure = matrix_heatmap(ci.estimate, table.labels.benchmark_names(wide.columns))
-        sections.append(MatrixSection(ci, save_figure(figure, out_dir / str(method))))
+        sections.append(MatrixSection(ci, save_figure(figure, out_dir / str(method)), noise))
     return sections, None
+
+
+def noise_section(table: EMTable, matrices: list[MatrixSection], options: ReportOptions) -> NoiseSection:
+    """EM intervals, rank groups and reliabilities of the covered benchmarks, and the reference's row tests (Kendall)."""
+    measurement, wide, settings = table.measurement, table.wide, options.bootstrap
+    covered = [str(bench) for bench in wide.columns if measurement.covers(str(bench))]
+    lower = upper = None
+    if covered:
+        lower, upper = cell_em_intervals(measurement, wide, confidence=settings.confidence, n_resamples=settings.n_resamples, seed=settings.seed)
+    ranks = {bench: rank_groups(measurement.benchmarks[bench]) for bench in covered if len(measurement.benchmarks[bench].approaches) >= 2}
+    remedies = {bench: remedy(benchmark_noise(measurement.benchmarks[bench]), Method.kendall) for bench in covered}
+    kendall = next((section for section in matrices if section.method is Method.kendall), None)
+    tests = row_tests(kendall.ci, options.reference) if kendall is not None and options.reference is not None else None
+    uncovered = [str(bench) for bench in wide.columns if str(bench) not in covered]
+    return NoiseSection(lower, upper, ranks, remedies, tests, options.reference, uncovered)
 
 
 def draw_figures(
@@ -264,3 +304,49 @@ def small_n_warnings(report: Report) -> list[str]:
                 f"Recipe {figure.recipe.name}: {figure.small_n} value(s) rest on fewer than {MIN_APPROACHES} approaches ({SMALL_N_MARK})."
             )
     return warnings
+
+
+def noise_warnings(report: Report) -> list[str]:
+    """What noise makes of the report: benchmarks too unreliable to rank, inconclusive cells, intervals over approaches only."""
+    noise = report.noise
+    if noise is None:
+        return []
+    warnings = []
+    if noise.uncovered:
+        shown = ", ".join(noise.uncovered)
+        warnings.append(
+            f"No per-question outcomes for {shown}: their EMs have no interval, and intervals involving them resample approaches "
+            "only, not the test questions behind each EM (published tables and leaderboards carry no per-question data)."
+        )
+    for bench, fix in noise.remedies.items():
+        if not fix.reliability >= CONCLUSIVE_CEILING:
+            warnings.append(f"{bench}: {remedy_text(fix)}")
+    for section in report.matrices:
+        if section.noise is None:
+            continue
+        labels = list(section.ci.estimate.values.index)
+        pairs = [(first, second) for index, first in enumerate(labels) for second in labels[index + 1 :]]
+        flagged = [pair for pair in pairs if verdict_at(section.noise.inconclusive, *pair) is True]
+        if flagged:
+            warnings.append(
+                f"{section.label}: {len(flagged)} of {len(pairs)} pairs are inconclusive (‡): noise alone could explain them "
+                f"(their interval includes 0, or their ceiling is below {CONCLUSIVE_CEILING})."
+            )
+    return warnings
+
+
+def remedy_text(fix: Remedy) -> str:
+    """A benchmark's Kendall reliability and what would bring it to the target, as one sentence."""
+    text = (
+        f"reliability {fix.reliability:.2f} (the Kendall τ two independent test sets of {fix.n_questions} questions would show): "
+        "its ranking of the approaches is mostly noise. "
+    )
+    if fix.questions_needed is not None:
+        text += f"About {fix.questions_needed:,} test questions would bring it to {TARGET_CEILING}"
+    else:
+        text += f"More test questions alone would not bring it to {TARGET_CEILING} (seed noise, or differences within noise)"
+    if fix.spread_needed is not None:
+        text += f"; at {fix.n_questions} questions, approaches {fix.spread_needed:.1f}x further apart in EM would."
+    else:
+        text += "."
+    return text

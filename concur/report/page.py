@@ -25,7 +25,9 @@ from matplotlib import colormaps
 from matplotlib.colors import Normalize, to_hex
 
 from concur.analysis.concurrence import METHOD_LABELS, MIN_APPROACHES, is_small_n
-from concur.analysis.render import SMALL_N_MARK, estimate_text, interval_text
+from concur.analysis.concurrence import number_at
+from concur.analysis.reliability import CONCLUSIVE_CEILING, TARGET_CEILING, verdict_at
+from concur.analysis.render import INCONCLUSIVE_MARK, SMALL_N_MARK, ceiling_text, estimate_text, interval_text
 from concur.analysis.results import Results
 from concur.errors import ConcurError
 from concur.fsutil import DIRECTORY_MODE, atomic_open, default_permissions, publish_directory
@@ -33,7 +35,7 @@ from concur.plots.heatmap import CONCURRENCE_LIMITS, text_color_on
 from concur.plots.style import HEATMAP_CMAP
 from concur.recipes.spec import load_recipe, recipe_paths
 from concur.registry import Registry
-from concur.report.content import Loader, MatrixSection, Report, ReportOptions, build_report
+from concur.report.content import Loader, MatrixSection, Report, ReportOptions, build_report, remedy_text
 from concur.runner.planning.study import load_study
 from concur.workspace import Workspace
 
@@ -67,6 +69,8 @@ class MatrixCell:
     few: bool
     style: str
     title: str
+    ceiling: str  # `≤0.85`, or empty where unknown
+    inconclusive: bool
 
 
 def write_report(out_dir: Path, build: Callable[[Path], Report]) -> tuple[Path, Report]:
@@ -135,6 +139,11 @@ def render_html(report: Report, files_dir: Path) -> str:
         table=report.table,
         min_approaches=MIN_APPROACHES,
         few_mark=SMALL_N_MARK,
+        inconclusive_mark=INCONCLUSIVE_MARK,
+        conclusive_ceiling=CONCLUSIVE_CEILING,
+        target_ceiling=TARGET_CEILING,
+        remedy_text=remedy_text,
+        em_interval=_em_interval,
         missing=MISSING,
         em=_em,
         difference=_difference,
@@ -148,8 +157,9 @@ def render_html(report: Report, files_dir: Path) -> str:
 
 
 def matrix_rows(section: MatrixSection) -> list[tuple[str, list[MatrixCell]]]:
-    """Rows of a matrix as the page shows them: value (marked when n is small), interval, n where it varies, colour."""
-    ci = section.ci
+    """Rows of a matrix as the page shows it: value (marked when n is small or noise could explain it), interval,
+    ceiling, n where it varies, colour."""
+    ci, noise = section.ci, section.noise
     counts = ci.estimate.counts
     small = ci.estimate.small_n()
     varies = counts.to_numpy().min() != counts.to_numpy().max()
@@ -158,17 +168,28 @@ def matrix_rows(section: MatrixSection) -> list[tuple[str, list[MatrixCell]]]:
     for row in ci.estimate.values.index:
         cells = []
         for column in ci.estimate.values.columns:
-            value = float(ci.estimate.values.loc[row, column])
+            value = number_at(ci.estimate.values, row, column)
             n = int(counts.loc[row, column])
             few = row != column and bool(small.loc[row, column])
-            interval = interval_text(float(ci.lower.loc[row, column]), float(ci.upper.loc[row, column])).strip()
+            flagged = noise is not None and verdict_at(noise.inconclusive, row, column) is True
+            ceiling = ""
+            if noise is not None and noise.ceilings is not None and row != column:
+                ceiling = ceiling_text(number_at(noise.ceilings.ceiling, row, column)).strip()
+            interval = interval_text(number_at(ci.lower, row, column), number_at(ci.upper, row, column)).strip()
             title = f"{section.label} between {row} and {column} over {n} approaches"
-            title += f", {interval_name} interval {interval}" if interval else ""
+            title += f", {interval_name} interval {interval} over {ci.kind(row, column)}" if interval else ""
+            title += f"; ceiling {ceiling.lstrip('≤')}" if ceiling else ""
+            title += "; inconclusive: noise alone could explain it" if flagged else ""
             title += f"; fewer than {MIN_APPROACHES} approaches" if few else ""
-            text = estimate_text(value, small_n=few) + (f" (n={n})" if varies else "")
-            cells.append(MatrixCell(column, value, text, interval, n, few, _cell_style(value), title))
+            text = estimate_text(value, small_n=few, inconclusive=flagged) + (f" (n={n})" if varies else "")
+            cells.append(MatrixCell(column, value, text, interval, n, few, _cell_style(value), title, ceiling, flagged))
         rows.append((row, cells))
     return rows
+
+
+def _em_interval(lower: float, upper: float) -> str:
+    """An EM's interval as the EM table shows it under the value, or nothing."""
+    return "" if lower is None or math.isnan(lower) else f"[{lower:.1f}, {upper:.1f}]"
 
 
 def _cell_style(value: float) -> str:
