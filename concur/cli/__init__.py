@@ -46,6 +46,7 @@ class Commands(LazyGroup):
         "matrix": "concur.cli.analysis_cmds:matrix",
         "compare": "concur.cli.analysis_cmds:compare",
         "results": "concur.cli.analysis_cmds:results_table",
+        "ranks": "concur.cli.analysis_cmds:ranks",
         "figures": "concur.cli.figures_cmd:figures",
         "report": "concur.cli.report_cmd:report",
     }

@@ -13,13 +13,16 @@ from concur.analysis.bootstrap import BootstrapSettings, Interval, MatrixWithCI
 from concur.analysis.concurrence import METHOD_LABELS, ConcurrenceMatrix, Method
 from concur.analysis.layouts import Layout
 from concur.analysis.matrix import MatrixRequest, Order, benchmark_matrix
-from concur.analysis.pair import PAIR_COLUMNS, PairRequest, pair_json, pair_rows, pair_title
+from concur.analysis.pair import PAIR_COLUMNS, PairRequest, pair_json, pair_notes, pair_rows, pair_title
 from concur.analysis.policy import Policy
 from concur.analysis.questions import questions_csv
+from concur.analysis.ranks import RANK_COLUMNS, benchmark_ranks, rank_rows, ranks_json
+from concur.analysis.reliability import MatrixNoise
 from concur.analysis.render import (
     SMALL_N_FOOTNOTE,
     cell_texts,
     counts_csv,
+    footnotes,
     matrix_csv,
     matrix_json,
     matrix_latex,
@@ -132,7 +135,11 @@ def matrix(
     few = small_n_note(estimate)
     if few:
         print_note(few)
-    _emit(estimate, made.with_ci, fmt, out_file, {"results": results, "policy": str(policy), "approaches": list(wide.index)})
+    if made.noise is not None and made.noise.ceilings is not None:
+        shown = ", ".join(f"{bench} {value:.2f}" for bench, value in made.noise.ceilings.reliability.dropna().items())
+        err.print(f"reliability (expected {METHOD_LABELS[corr]} between two test sets of each benchmark's size): {shown}", highlight=False)
+    context = {"results": results, "policy": str(policy), "approaches": list(wide.index)}
+    _emit(estimate, made.with_ci, made.noise, fmt, out_file, context)
     if counts_file is not None:
         write_output(counts_csv(estimate.counts), counts_file)
     if heatmap is not None:
@@ -140,24 +147,26 @@ def matrix(
             err.print(f"wrote {path}")
 
 
-def _emit(estimate: ConcurrenceMatrix, with_ci: MatrixWithCI | None, fmt: MatrixFormat, out_file: Path | None, context: dict) -> None:
+def _emit(
+    estimate: ConcurrenceMatrix, with_ci: MatrixWithCI | None, noise: MatrixNoise | None, fmt: MatrixFormat, out_file: Path | None, context: dict
+) -> None:
     if fmt is MatrixFormat.table and out_file is None:
-        show_matrix(estimate, with_ci, out)
+        show_matrix(estimate, with_ci, noise, out)
         return
     if fmt is MatrixFormat.json:
-        text = json.dumps(matrix_json(estimate, with_ci, context), indent=2) + "\n"
+        text = json.dumps(matrix_json(estimate, with_ci, context, noise), indent=2) + "\n"
     elif fmt is MatrixFormat.csv:
         text = matrix_csv(estimate.values)
     elif fmt is MatrixFormat.latex:
-        text = matrix_latex(estimate, with_ci, f"{METHOD_LABELS[estimate.method]} concurrence between benchmarks.")
+        text = matrix_latex(estimate, with_ci, f"{METHOD_LABELS[estimate.method]} concurrence between benchmarks.", noise)
     else:
-        text = matrix_markdown(estimate, with_ci)
+        text = matrix_markdown(estimate, with_ci, noise)
     write_output(text, out_file)
 
 
-def show_matrix(estimate: ConcurrenceMatrix, with_ci: MatrixWithCI | None, console: Console) -> None:
+def show_matrix(estimate: ConcurrenceMatrix, with_ci: MatrixWithCI | None, noise: MatrixNoise | None, console: Console) -> None:
     """The square matrix if it fits `console`, else one row per pair: a folded matrix cannot be read."""
-    texts = cell_texts(estimate, with_ci)
+    texts = cell_texts(estimate, with_ci, noise)
     square = make_table(None, ["benchmark", *texts.columns], [[bench, *row] for bench, row in texts.iterrows()])
     if fits(square, console):
         console.print(square)
@@ -165,12 +174,15 @@ def show_matrix(estimate: ConcurrenceMatrix, with_ci: MatrixWithCI | None, conso
         if len(counts) == 1:  # otherwise every cell shows its own n
             console.print(f"n = {counts.pop()} approaches in every cell")
     else:
-        pairs = pair_texts(estimate, with_ci)
+        pairs = pair_texts(estimate, with_ci, noise)
         console.print(make_table(None, list(pairs.columns), pairs.to_numpy().tolist()))
         console.print(f"Too wide for {console.width} columns: one row per pair.")
         console.print("Full matrix: --format csv --out FILE", markup=False)
-    if estimate.small_n().to_numpy().any():
-        console.print(SMALL_N_FOOTNOTE, markup=False)
+    for note in footnotes(estimate, noise):
+        console.print(note, markup=False)
+    if with_ci is not None:
+        kinds = {with_ci.kind(str(row), str(column)) for row in estimate.values.index for column in estimate.values.columns if row != column}
+        console.print(f"intervals resample: {' / '.join(sorted(kinds))}", markup=False)
 
 
 def compare(
@@ -182,7 +194,10 @@ def compare(
     approaches: str | None = APPROACHES_OPTION,
     policy: Policy = POLICY_OPTION,
     reference: str | None = typer.Option(
-        None, "--reference", help="Also test whether FIRST and SECOND concur differently with this benchmark."
+        None,
+        "--against",
+        "--reference",
+        help="Also test whether FIRST and SECOND concur differently with this benchmark (a paired bootstrap test).",
     ),
     interval: Interval = typer.Option(Interval.bca, "--interval", help="bca or percentile."),
     resamples: int = RESAMPLES_OPTION,
@@ -204,6 +219,8 @@ def compare(
     print_table(pair_title(drawn.pair), PAIR_COLUMNS, pair_rows(drawn.pair))
     if drawn.pair.comparison.small_n:
         out.print(SMALL_N_FOOTNOTE, markup=False)
+    for line in pair_notes(drawn.pair):
+        out.print(line, markup=False)
     for path in drawn.paths:
         out.print(f"wrote {path}", highlight=False)
 
@@ -232,3 +249,39 @@ def results_table(
         if loaded.questions.empty:
             print_note(f"these results have no per-question outcomes; {questions_file} holds only the header")
         write_output(questions_csv(loaded.questions), questions_file)
+
+
+def ranks(
+    ctx: typer.Context,
+    benchmark: str = typer.Argument(..., help="Benchmark id whose approaches are ranked."),
+    results: list[str] = RESULTS_OPTION,
+    layout: Layout | None = LAYOUT_OPTION,
+    approaches: str | None = APPROACHES_OPTION,
+    policy: Policy = POLICY_OPTION,
+    alpha: float = typer.Option(0.05, "--alpha", min=0.001, max=0.5, help="Family-wise error rate of the paired tests (Holm)."),
+    seed: int = SEED_OPTION,
+    confidence: float = CONFIDENCE_OPTION,
+    fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
+    source_dir: list[Path] | None = SOURCE_DIR_OPTION,
+) -> None:
+    """The approaches in groups the benchmark's test questions cannot tell apart, best first."""
+    state = settings(ctx)
+    loaded = load(state, results, source_dir, layout)
+    made = benchmark_ranks(
+        loaded,
+        benchmark,
+        policy=policy,
+        approaches=approaches,
+        registry=state.registry(),
+        alpha=alpha,
+        settings=BootstrapSettings(seed=seed, confidence=confidence),
+        note=print_note,
+    )
+    if fmt == "json":
+        print_json(ranks_json(made))
+        return
+    title = (
+        f"{benchmark}: {made.groups.n_questions} test questions; approaches in one group are not told apart "
+        f"(paired tests, Holm, alpha {alpha:g}); EM with {int(confidence * 100)}% intervals"
+    )
+    print_table(title, RANK_COLUMNS, rank_rows(made))
