@@ -90,6 +90,7 @@ class Measurement:
     benchmarks: dict[str, BenchmarkOutcomes] = field(default_factory=dict)
     partial: tuple[str, ...] = ()  # some of its cells have per-question data, not all: treated as aggregate-only
     mismatched: tuple[str, ...] = ()  # its runs scored different questions: not a paired design
+    drawn: dict[tuple[object, ...], np.ndarray] = field(default_factory=dict, compare=False, repr=False)  # em_replicates, kept
 
     def covers(self, benchmark: str) -> bool:
         return benchmark in self.benchmarks
@@ -153,8 +154,16 @@ def em_replicates(measurement: Measurement, wide: pd.DataFrame, n_resamples: int
     """(n_resamples, approaches, benchmarks): `wide` with every covered benchmark's EM drawn again per resample.
 
     Each benchmark has its own random stream, keyed by its id, so its draws do not depend on
-    which other benchmarks are selected or in what order.
+    which other benchmarks are selected or in what order. The draws of one table are kept on
+    `measurement`, so its Kendall and Pearson matrices and its EM intervals share them.
     """
+    key = (tuple(wide.index), tuple(wide.columns), wide.to_numpy(dtype=float).tobytes(), n_resamples, seed)
+    if key not in measurement.drawn:
+        measurement.drawn[key] = _draw(measurement, wide, n_resamples, seed)
+    return measurement.drawn[key]
+
+
+def _draw(measurement: Measurement, wide: pd.DataFrame, n_resamples: int, seed: int) -> np.ndarray:
     values = np.broadcast_to(wide.to_numpy(dtype=float), (n_resamples, *wide.shape)).copy()
     for column, bench in enumerate(wide.columns):
         outcomes = measurement.benchmarks.get(str(bench))

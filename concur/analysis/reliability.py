@@ -93,6 +93,15 @@ class BenchmarkNoise:
             rho = np.where(noise_then[:, None] > 0, 2.0 * ndtr(delta / np.sqrt(noise_then)[:, None]) - 1.0, (delta > 0).astype(float))
         return np.asarray((rho**power) @ _WEIGHTS)
 
+    def untied(self, rows: np.ndarray) -> np.ndarray:
+        """For every pair of the approaches at `rows`: False where the two answered every question alike, in every
+        run, so that every test set ties them; tau-b leaves such pairs out of its denominator, and so do the
+        reliability and the ceilings."""
+        first, second = np.triu_indices(len(rows), k=1)
+        covariance = self.covariance()[np.ix_(rows, rows)]
+        observed = self.em[rows][first] - self.em[rows][second]
+        return np.asarray((_difference_variance(covariance, first, second) > 0) | (observed != 0))
+
     def true_variance_share(self, rows: np.ndarray, n_questions: float | None = None, spread: float = 1.0) -> float:
         """Pearson reliability over the approaches at `rows`: 1 - noise variance / observed variance across approaches."""
         if len(rows) < 2:
@@ -111,8 +120,8 @@ class BenchmarkNoise:
         rows = np.arange(len(self.approaches)) if rows is None else rows
         if method is Method.pearson:
             return self.true_variance_share(rows, n_questions, spread)
-        agreement = self.agreement(rows, n_questions, spread, power=2)
-        return float(np.mean(agreement)) if agreement.size else math.nan
+        untied = self.untied(rows)
+        return float(np.mean(self.agreement(rows, n_questions, spread, power=2)[untied])) if untied.any() else math.nan
 
     def rows_of(self, approaches: list[str]) -> np.ndarray:
         position = {approach: index for index, approach in enumerate(self.approaches)}
@@ -181,10 +190,12 @@ def noise_ceilings(wide: pd.DataFrame, measurement: Measurement, method: Method,
 
 def _ceilings(models: list[BenchmarkNoise], approaches: list[str], method: Method) -> np.ndarray:
     """The ceilings among benchmarks over the same approaches; the diagonal holds each one's reliability."""
-    if method is Method.kendall:
+    if method is Method.kendall:  # tau-b: sum of |rho_1| |rho_2| over sqrt(untied pairs of 1 x untied pairs of 2)
         agreement = np.stack([model.agreement(model.rows_of(approaches)) for model in models])  # (benchmarks, pairs)
-        matrix = agreement @ agreement.T / agreement.shape[1]
-        diagonal = [float(np.mean(model.agreement(model.rows_of(approaches), power=2))) for model in models]
+        untied = np.array([model.untied(model.rows_of(approaches)).sum() for model in models], dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            matrix = agreement @ agreement.T / np.sqrt(np.outer(untied, untied))
+        diagonal = [model.reliability(Method.kendall, model.rows_of(approaches)) for model in models]
     else:
         shares = np.array([max(model.true_variance_share(model.rows_of(approaches)), 0.0) for model in models])
         matrix = np.sqrt(np.outer(shares, shares))
