@@ -397,16 +397,15 @@ def test_report_shows_intervals_groups_reliability_ceilings_and_row_tests(concur
         p_value, q_value = float(row[-2][1]), float(row[-1][1])
         assert 0.0 <= p_value <= q_value <= 1.0 and float(attributes["data-q"]) == pytest.approx(q_value, abs=5e-4)
 
-    # `flat` is pure noise, yet its remedy names a number of questions: the empirical-Bayes spread of its true EMs is
-    # positive by chance (mean of d^2 - sigma^2 over pairs > 0), so more questions look as if they would resolve it.
-    # What the code says today is asserted; for identical approaches "More test questions alone would not" is the truth.
+    # `flat` is pure noise: its approaches' EMs do not differ beyond noise, so no number of questions is promised.
     (warning,) = [warning for warning in page.warnings if warning.startswith(f"{FLAT}: reliability")]
     assert f"{FLAT}: reliability {float(reliability[FLAT]['data-reliability']):.2f} " in warning
     assert "its ranking of the approaches is mostly noise" in warning
-    needed = re.search(r"About ([\d,]+) test questions would bring it to 0\.8", warning)
-    assert needed is not None, warning
+    equal = re.search(r"do not differ beyond noise \(test of equal accuracy: p = (0\.\d\d)\), so no number of questions", warning)
+    assert equal is not None and float(equal.group(1)) >= 0.05, warning
+    assert "test questions would bring it" not in warning
     remedy_cell = next(row[-1][1] for attributes, row in body(page, "reliability") if attributes["data-bench"] == FLAT)
-    assert remedy_cell.startswith(f"about {needed.group(1)} test questions")  # the table and the warning agree
+    assert remedy_cell == f"not estimable: the EMs do not differ beyond noise (p = {equal.group(1)})"  # the table and the warning agree
     assert not any(warning.startswith((f"{SHARP}:", f"{ECHO}:")) for warning in page.warnings)  # reliable: no warning
     assert any(warning.startswith("Kendall τ: ") and "pairs are inconclusive (‡)" in warning for warning in page.warnings)
     assert f"warning: {FLAT}: reliability" in made.stderr

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy.special import ndtr
+from scipy.stats import chi2
 
 from concur.analysis.bootstrap import MatrixWithCI
 from concur.analysis.concurrence import Method, number_at
@@ -238,27 +239,55 @@ def verdict_at(frame: pd.DataFrame, first: str, second: str) -> bool | None:
 
 @dataclass(frozen=True)
 class Remedy:
-    """What it would take a benchmark to reach a reliability of `target`: questions, or a wider EM spread."""
+    """What it would take a benchmark to reach a reliability of `target`: questions, or a wider EM spread.
+
+    Both are estimated from the approaches' differences, so neither is given when the
+    differences do not stand out from noise (`equal_p` at least `ALPHA_EQUAL`): the data are
+    then as consistent with approaches of equal accuracy, whose ranking no number of
+    questions makes meaningful.
+    """
 
     benchmark: str
     reliability: float
     n_questions: int
-    questions_needed: int | None  # None: more questions alone do not reach it (seed noise, or differences within noise)
+    equal_p: float  # p-value of "every approach has the same true EM" (a Wald test with the noise covariance)
+    questions_needed: int | None  # None: not estimable (equal_p), or more questions alone do not reach it (seed noise)
     spread_needed: float | None  # the factor on today's EM differences that reaches it at today's size
+
+
+ALPHA_EQUAL = 0.05  # below it, the approaches' EMs differ beyond noise and a remedy can be estimated
 
 
 def remedy(noise: BenchmarkNoise, method: Method, target: float = TARGET_CEILING) -> Remedy:
     """How many test questions, or how much wider a spread of EMs, would bring the reliability to `target`."""
     today = noise.reliability(method)
-    questions = _smallest(lambda scale: noise.reliability(method, n_questions=noise.n_questions * scale), target)
-    spread = _smallest(lambda scale: noise.reliability(method, spread=scale), target)
+    equal_p = equal_accuracy_p(noise)
+    questions = spread = None
+    if equal_p < ALPHA_EQUAL:
+        questions = _smallest(lambda scale: noise.reliability(method, n_questions=noise.n_questions * scale), target)
+        spread = _smallest(lambda scale: noise.reliability(method, spread=scale), target)
     return Remedy(
         noise.benchmark,
         today,
         noise.n_questions,
+        equal_p,
         None if questions is None else math.ceil(noise.n_questions * questions),
         spread,
     )
+
+
+def equal_accuracy_p(noise: BenchmarkNoise) -> float:
+    """p-value of the hypothesis that every approach has the same true EM: the Wald statistic of the centred EMs
+    under their noise covariance, chi-squared with (its rank) degrees of freedom."""
+    n = len(noise.approaches)
+    centring = np.eye(n) - 1.0 / n
+    deviations = centring @ noise.em
+    covariance = centring @ noise.covariance() @ centring
+    rank = int(np.linalg.matrix_rank(covariance))
+    if rank == 0:
+        return 1.0 if np.allclose(deviations, 0.0) else 0.0
+    statistic = float(deviations @ np.linalg.pinv(covariance) @ deviations)
+    return float(chi2.sf(statistic, rank))
 
 
 def _smallest(reliability_at: Callable[[float], float], target: float) -> float | None:

@@ -280,8 +280,9 @@ def ranks(
     if fmt == "json":
         print_json(ranks_json(made))
         return
-    title = (
-        f"{benchmark}: {made.groups.n_questions} test questions; approaches in one group are not told apart "
-        f"(paired tests, Holm, alpha {alpha:g}); EM with {int(confidence * 100)}% intervals"
+    print_table(f"{benchmark}: {made.groups.n_questions} test questions", RANK_COLUMNS, rank_rows(made))
+    out.print(
+        f"Approaches in one group are not told apart by paired tests over the same questions (Holm, alpha {alpha:g}); "
+        f"EM with {int(confidence * 100)}% intervals over the questions and seeds.",
+        markup=False,
     )
-    print_table(title, RANK_COLUMNS, rank_rows(made))

@@ -25,7 +25,7 @@ from concur.analysis.bootstrap import BootstrapSettings, MatrixWithCI, bootstrap
 from concur.analysis.concurrence import METHOD_LABELS, MIN_APPROACHES, Method, concurrence_matrix, is_small_n
 from concur.analysis.measurement import cell_em_intervals
 from concur.analysis.ranks import RankGroups, rank_groups
-from concur.analysis.reliability import CONCLUSIVE_CEILING, TARGET_CEILING, MatrixNoise, Remedy, assess_matrix, benchmark_noise, remedy, verdict_at
+from concur.analysis.reliability import ALPHA_EQUAL, CONCLUSIVE_CEILING, TARGET_CEILING, MatrixNoise, Remedy, assess_matrix, benchmark_noise, remedy, verdict_at
 from concur.analysis.policy import Policy
 from concur.analysis.render import SMALL_N_MARK, small_n_note
 from concur.analysis.results import Results
@@ -341,10 +341,15 @@ def remedy_text(fix: Remedy) -> str:
         f"reliability {fix.reliability:.2f} (the Kendall τ two independent test sets of {fix.n_questions} questions would show): "
         "its ranking of the approaches is mostly noise. "
     )
+    if fix.equal_p >= ALPHA_EQUAL:
+        return text + (
+            f"Its approaches' EMs do not differ beyond noise (test of equal accuracy: p = {fix.equal_p:.2f}), so no number of "
+            "questions can be promised: a ranking of equals stays noise however many there are; approaches further apart would tell."
+        )
     if fix.questions_needed is not None:
         text += f"About {fix.questions_needed:,} test questions would bring it to {TARGET_CEILING}"
     else:
-        text += f"More test questions alone would not bring it to {TARGET_CEILING} (seed noise, or differences within noise)"
+        text += f"More test questions alone would not bring it to {TARGET_CEILING} (the seeds' noise remains)"
     if fix.spread_needed is not None:
         text += f"; at {fix.n_questions} questions, approaches {fix.spread_needed:.1f}x further apart in EM would."
     else:

@@ -26,7 +26,7 @@ from matplotlib.colors import Normalize, to_hex
 
 from concur.analysis.concurrence import METHOD_LABELS, MIN_APPROACHES, is_small_n
 from concur.analysis.concurrence import number_at
-from concur.analysis.reliability import CONCLUSIVE_CEILING, TARGET_CEILING, verdict_at
+from concur.analysis.reliability import ALPHA_EQUAL, CONCLUSIVE_CEILING, TARGET_CEILING, verdict_at
 from concur.analysis.render import INCONCLUSIVE_MARK, SMALL_N_MARK, ceiling_text, estimate_text, interval_text
 from concur.analysis.results import Results
 from concur.errors import ConcurError
@@ -70,6 +70,7 @@ class MatrixCell:
     style: str
     title: str
     ceiling: str  # `≤0.85`, or empty where unknown
+    ceiling_value: float  # NaN where unknown
     inconclusive: bool
 
 
@@ -141,6 +142,7 @@ def render_html(report: Report, files_dir: Path) -> str:
         few_mark=SMALL_N_MARK,
         inconclusive_mark=INCONCLUSIVE_MARK,
         conclusive_ceiling=CONCLUSIVE_CEILING,
+        alpha_equal=ALPHA_EQUAL,
         target_ceiling=TARGET_CEILING,
         remedy_text=remedy_text,
         em_interval=_em_interval,
@@ -172,9 +174,10 @@ def matrix_rows(section: MatrixSection) -> list[tuple[str, list[MatrixCell]]]:
             n = int(counts.loc[row, column])
             few = row != column and bool(small.loc[row, column])
             flagged = noise is not None and verdict_at(noise.inconclusive, row, column) is True
-            ceiling = ""
+            ceiling_value = math.nan
             if noise is not None and noise.ceilings is not None and row != column:
-                ceiling = ceiling_text(number_at(noise.ceilings.ceiling, row, column)).strip()
+                ceiling_value = number_at(noise.ceilings.ceiling, row, column)
+            ceiling = ceiling_text(ceiling_value).strip()
             interval = interval_text(number_at(ci.lower, row, column), number_at(ci.upper, row, column)).strip()
             title = f"{section.label} between {row} and {column} over {n} approaches"
             title += f", {interval_name} interval {interval} over {ci.kind(row, column)}" if interval else ""
@@ -182,7 +185,7 @@ def matrix_rows(section: MatrixSection) -> list[tuple[str, list[MatrixCell]]]:
             title += "; inconclusive: noise alone could explain it" if flagged else ""
             title += f"; fewer than {MIN_APPROACHES} approaches" if few else ""
             text = estimate_text(value, small_n=few, inconclusive=flagged) + (f" (n={n})" if varies else "")
-            cells.append(MatrixCell(column, value, text, interval, n, few, _cell_style(value), title, ceiling, flagged))
+            cells.append(MatrixCell(column, value, text, interval, n, few, _cell_style(value), title, ceiling, ceiling_value, flagged))
         rows.append((row, cells))
     return rows
 
