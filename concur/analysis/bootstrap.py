@@ -25,7 +25,6 @@ from scipy.special import ndtr, ndtri
 from concur.analysis.concurrence import ConcurrenceMatrix, Method, concurrence_matrix, weighted_concurrence
 from concur.analysis.measurement import Measurement, em_replicates
 
-
 INTERVAL_KINDS = {True: "questions+approaches", False: "approaches"}
 
 
@@ -227,7 +226,8 @@ def row_tests(ci: MatrixWithCI, reference: str) -> pd.DataFrame:
     Differences and p-values come from the matrix's own resamples (each correlation over its
     pairwise-complete approaches); `q_value` is the Benjamini-Hochberg adjusted p-value over the
     whole row, so reading every row entry at q < 0.05 keeps the expected share of false
-    discoveries below 5%.
+    discoveries below 5%. `kind` is `questions+approaches` only where both correlations'
+    resamples also draw test questions (`MatrixWithCI.measured`), whichever is named first.
     """
     labels = [str(bench) for bench in ci.estimate.values.columns]
     others = [bench for bench in labels if bench != reference]
@@ -239,7 +239,8 @@ def row_tests(ci: MatrixWithCI, reference: str) -> pd.DataFrame:
             values = (ci.estimate.pair(first, reference)[0], ci.estimate.pair(second, reference)[0])
             n = min(ci.estimate.pair(first, reference)[1], ci.estimate.pair(second, reference)[1])
             test = difference_test(reference, first, second, ci.estimate.method, n, values, differences, ci.settings)
-            rows.append({**{name: getattr(test, name) for name in ROW_TEST_FIELDS}, "kind": ci.kind(first, reference)})
+            measured = bool(ci.measured.at[first, reference]) and bool(ci.measured.at[second, reference])  # both correlations
+            rows.append({**{name: getattr(test, name) for name in ROW_TEST_FIELDS}, "kind": INTERVAL_KINDS[measured]})
     frame = pd.DataFrame(rows, columns=[*ROW_TEST_FIELDS, "kind"])
     frame["q_value"] = benjamini_hochberg(frame["p_value"].to_numpy(dtype=float))
     return frame
