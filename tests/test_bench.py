@@ -821,3 +821,50 @@ def test_speed_training_refuses_more_questions_than_a_side_has_before_training_a
     assert ran.returncode == 1 and "Traceback" not in ran.stderr and not out.exists()
     size = {"train": "6,241", "test": "1,697"}[side]
     assert ran.stderr.strip() == f"{option} {count}: ask for 1 to {size} (squadshifts-new-wiki-carved's {side} side)"
+
+
+TIMED_LINE = re.compile(r"^(kendall|pearson|ceilings) +(\S+) +median [0-9.]+ s  \(min [0-9.]+, max [0-9.]+, 1 runs\)$")
+
+
+def test_speed_bootstrap_times_the_approach_only_bootstrap_and_with_questions_the_two_level_one_and_the_ceilings(tmp_path):
+    timed = [("kendall", "percentile"), ("kendall", "bca"), ("pearson", "percentile"), ("pearson", "bca")]
+    plain = subprocess.run(
+        [*_bench("speed_bootstrap"), "--resamples", "20", "--repeats", "1"], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    assert plain.returncode == 0, plain.stderr
+    lines = plain.stdout.splitlines()
+    assert lines[0].startswith("machine: ") and lines[1] == "table: 20 approaches x 44 benchmarks (liu2023), 20 resamples"
+    assert [TIMED_LINE.match(line).groups() for line in lines[2:]] == timed
+    questions = subprocess.run(
+        [*_bench("speed_bootstrap"), "--resamples", "20", "--repeats", "1", "--questions", "30"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )  # fmt: skip
+    assert questions.returncode == 0, questions.stderr
+    lines = questions.stdout.splitlines()
+    assert lines[1] == "table: 20 approaches x 44 benchmarks (simulated, 30 questions per benchmark), 20 resamples"
+    assert [TIMED_LINE.match(line).groups() for line in lines[2:]] == [*timed, ("ceilings", "kendall"), ("ceilings", "pearson")]
+    wide, measurement = _module("speed_bootstrap").simulated_table(30)
+    assert wide.shape == (20, 44) and all(measurement.benchmarks[bench].n_questions == 30 for bench in wide.columns)
+
+
+def test_noise_simulation_writes_each_scenarios_coverage_and_reliability(tmp_path):
+    simulation = _module("noise_simulation")
+    out = tmp_path / "results" / "noise.json"
+    ran = subprocess.run(
+        [*_bench("noise_simulation"), "--studies", "2", "--resamples", "30", "--repeats", "2", "--pairs", "2", "--out", str(out)],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    payload = json.loads(out.read_text())
+    assert (payload["studies"], payload["resamples"], payload["seed"]) == (2, 30, 0)
+    assert list(payload["scenarios"]) == list(simulation.SCENARIOS)
+    for name, row in payload["scenarios"].items():
+        assert row["scenario"] == dataclasses.asdict(simulation.SCENARIOS[name])
+        assert row["true tau"] == pytest.approx(2 / np.pi * np.arcsin(0.8))  # Greiner's relation at correlation 0.8
+        for kind in ("two-level BCa", "two-level percentile", "approach-only BCa", "approach-only percentile"):
+            assert row[f"coverage {kind}"] in (0.0, 0.5, 1.0) and row[f"mean width {kind}"] > 0  # 2 studies
+        assert -1 <= row["mean estimate"] <= 1 and 0 <= row["mean reliability estimate"] <= 1
+        assert row["bias"] == pytest.approx(row["mean reliability estimate"] - row["mean tau between test sets"])
+    printed = [line for line in ran.stdout.splitlines() if "two-level BCa" in line]
+    assert [line.split(" true tau")[0].strip() for line in printed] == list(simulation.SCENARIOS)
+    assert ran.stdout.splitlines()[-1] == f"wrote {out}"
