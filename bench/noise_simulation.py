@@ -24,7 +24,7 @@ import math
 import os
 import platform
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +34,7 @@ from scipy.special import expit
 from concur.analysis.bootstrap import BootstrapSettings, Interval, bootstrap_matrix
 from concur.analysis.concurrence import Method, concurrence_matrix
 from concur.analysis.measurement import BenchmarkOutcomes, Measurement
-from concur.analysis.reliability import benchmark_noise
+from concur.analysis.noise_model import benchmark_noise
 from concur.progress import task_progress
 
 BENCHMARKS = ("first", "second")

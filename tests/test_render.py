@@ -38,7 +38,7 @@ def hand():
 
 def printed(matrix, width: int, ci=None) -> list[str]:
     console = Console(width=width, file=io.StringIO(), highlight=False)
-    show_matrix(matrix, ci, console)
+    show_matrix(matrix, ci, None, console)
     return console.file.getvalue().splitlines()
 
 

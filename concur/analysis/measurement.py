@@ -100,8 +100,7 @@ class Measurement:
         notes = []
         if self.partial:
             notes.append(
-                f"per-question results cover only some cells of {', '.join(self.partial)}: "
-                "their intervals resample approaches only"
+                f"per-question results cover only some cells of {', '.join(self.partial)}: their intervals resample approaches only"
             )
         if self.mismatched:
             notes.append(

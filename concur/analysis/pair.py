@@ -97,10 +97,14 @@ def compare_pair(
                 number_at(ceilings.ceiling, first, second) if ceilings is not None else math.nan,
                 (float(ceilings.reliability[first]), float(ceilings.reliability[second])) if ceilings is not None else (math.nan, math.nan),
                 verdict_at(noise.inconclusive, first, second) if noise is not None else None,
-                number_at(ceilings.disattenuated, first, second) if ceilings is not None and ceilings.disattenuated is not None else math.nan,
+                number_at(ceilings.disattenuated, first, second)
+                if ceilings is not None and ceilings.disattenuated is not None
+                else math.nan,
             )
         )
-    tests = [compare_with_reference(wide, reference, first, second, method, settings, measurement) for method in Method] if reference else []
+    tests = (
+        [compare_with_reference(wide, reference, first, second, method, settings, measurement) for method in Method] if reference else []
+    )
     return PairComparison(first, second, estimates, tests)
 
 
@@ -176,7 +180,15 @@ def pair_rows(pair: BenchmarkPair) -> list[list[str]]:
     rows = []
     for estimate in comparison.estimates:
         marked = _text(estimate.value) + (INCONCLUSIVE_MARK if estimate.inconclusive else "")
-        rows.append([METHOD_LABELS[estimate.method], marked, _interval(estimate.lower, estimate.upper), _text(estimate.ceiling), _n_text(estimate.n)])
+        rows.append(
+            [
+                METHOD_LABELS[estimate.method],
+                marked,
+                _interval(estimate.lower, estimate.upper),
+                _text(estimate.ceiling),
+                _n_text(estimate.n),
+            ]
+        )
         if not math.isnan(estimate.disattenuated):
             rows.append([f"{METHOD_LABELS[estimate.method]}, disattenuated", _text(estimate.disattenuated), "", "", _n_text(estimate.n)])
     for estimate in comparison.estimates:

@@ -25,8 +25,8 @@ from scipy.special import ndtr
 
 from concur.analysis.bootstrap import BootstrapSettings, percentile_interval
 from concur.analysis.measurement import BenchmarkOutcomes, benchmark_rng
+from concur.analysis.noise_model import benchmark_noise
 from concur.analysis.policy import Policy
-from concur.analysis.reliability import benchmark_noise
 from concur.analysis.results import Results
 from concur.analysis.view import em_table
 from concur.errors import ConcurError

@@ -31,10 +31,13 @@ SMALL_N_MARK = "†"
 SMALL_N_FOOTNOTE = f"{SMALL_N_MARK} n < {MIN_APPROACHES} approaches: an unstable estimate"
 INCONCLUSIVE_MARK = "‡"
 INCONCLUSIVE_FOOTNOTE = (
-    f"{INCONCLUSIVE_MARK} inconclusive: noise alone could explain it (its interval includes 0, or its ceiling is below {CONCLUSIVE_CEILING})"
+    f"{INCONCLUSIVE_MARK} inconclusive: noise alone could explain it "
+    f"(its interval includes 0, or its ceiling is below {CONCLUSIVE_CEILING})"
 )
 CEILING_PREFIX = "≤"  # `0.62 ≤0.85`: the value, and the most the pair's noise allows
-CEILING_FOOTNOTE = f"{CEILING_PREFIX}c: the pair's noise ceiling, the value identical rankings would show given both benchmarks' test questions"
+CEILING_FOOTNOTE = (
+    f"{CEILING_PREFIX}c: the pair's noise ceiling, the value identical rankings would show given both benchmarks' test questions"
+)
 SHOWN_BY_NAME = 8  # items a note lists by name before "..."
 
 
@@ -221,7 +224,9 @@ def _latex(text: str) -> str:
     return text
 
 
-def matrix_json(matrix: ConcurrenceMatrix, ci: MatrixWithCI | None, context: dict[str, Any], noise: MatrixNoise | None = None) -> dict[str, Any]:
+def matrix_json(
+    matrix: ConcurrenceMatrix, ci: MatrixWithCI | None, context: dict[str, Any], noise: MatrixNoise | None = None
+) -> dict[str, Any]:
     """Everything behind the matrix, for programs: values, counts (n), small-n flags, intervals and settings, and
     the noise assessment.
 
@@ -254,7 +259,9 @@ def matrix_json(matrix: ConcurrenceMatrix, ci: MatrixWithCI | None, context: dic
     ceilings = noise.ceilings if noise is not None else None
     payload["ceiling"] = _rounded(ceilings.ceiling if ceilings is not None else blank)
     payload["reliability"] = {
-        bench: None if ceilings is None or math.isnan(ceilings.reliability[bench]) else round(float(ceilings.reliability[bench]), JSON_DECIMALS)
+        bench: None
+        if ceilings is None or math.isnan(ceilings.reliability[bench])
+        else round(float(ceilings.reliability[bench]), JSON_DECIMALS)
         for bench in labels
     }
     if ceilings is not None and ceilings.disattenuated is not None:

@@ -148,7 +148,12 @@ def matrix(
 
 
 def _emit(
-    estimate: ConcurrenceMatrix, with_ci: MatrixWithCI | None, noise: MatrixNoise | None, fmt: MatrixFormat, out_file: Path | None, context: dict
+    estimate: ConcurrenceMatrix,
+    with_ci: MatrixWithCI | None,
+    noise: MatrixNoise | None,
+    fmt: MatrixFormat,
+    out_file: Path | None,
+    context: dict,
 ) -> None:
     if fmt is MatrixFormat.table and out_file is None:
         show_matrix(estimate, with_ci, noise, out)
@@ -181,7 +186,8 @@ def show_matrix(estimate: ConcurrenceMatrix, with_ci: MatrixWithCI | None, noise
     for note in footnotes(estimate, noise):
         console.print(note, markup=False)
     if with_ci is not None:
-        kinds = {with_ci.kind(str(row), str(column)) for row in estimate.values.index for column in estimate.values.columns if row != column}
+        labels = [str(bench) for bench in estimate.values.index]
+        kinds = {with_ci.kind(row, column) for row in labels for column in labels if row != column}
         console.print(f"intervals resample: {' / '.join(sorted(kinds))}", markup=False)
 
 

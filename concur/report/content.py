@@ -24,9 +24,19 @@ import pandas as pd
 from concur.analysis.bootstrap import BootstrapSettings, MatrixWithCI, bootstrap_matrix, row_tests
 from concur.analysis.concurrence import METHOD_LABELS, MIN_APPROACHES, Method, concurrence_matrix, is_small_n
 from concur.analysis.measurement import cell_em_intervals
-from concur.analysis.ranks import RankGroups, rank_groups
-from concur.analysis.reliability import ALPHA_EQUAL, CONCLUSIVE_CEILING, TARGET_CEILING, MatrixNoise, Remedy, assess_matrix, benchmark_noise, remedy, verdict_at
+from concur.analysis.noise_model import benchmark_noise
 from concur.analysis.policy import Policy
+from concur.analysis.ranks import RankGroups, rank_groups
+from concur.analysis.reliability import (
+    ALPHA_EQUAL,
+    CONCLUSIVE_CEILING,
+    TARGET_CEILING,
+    MatrixNoise,
+    Remedy,
+    assess_matrix,
+    remedy,
+    verdict_at,
+)
 from concur.analysis.render import SMALL_N_MARK, small_n_note
 from concur.analysis.results import Results
 from concur.analysis.view import EMTable, em_table
@@ -201,7 +211,9 @@ def noise_section(table: EMTable, matrices: list[MatrixSection], options: Report
     covered = [str(bench) for bench in wide.columns if measurement.covers(str(bench))]
     lower = upper = None
     if covered:
-        lower, upper = cell_em_intervals(measurement, wide, confidence=settings.confidence, n_resamples=settings.n_resamples, seed=settings.seed)
+        lower, upper = cell_em_intervals(
+            measurement, wide, confidence=settings.confidence, n_resamples=settings.n_resamples, seed=settings.seed
+        )
     ranks = {bench: rank_groups(measurement.benchmarks[bench]) for bench in covered if len(measurement.benchmarks[bench].approaches) >= 2}
     remedies = {bench: remedy(benchmark_noise(measurement.benchmarks[bench]), Method.kendall) for bench in covered}
     kendall = next((section for section in matrices if section.method is Method.kendall), None)

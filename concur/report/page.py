@@ -24,8 +24,7 @@ import jinja2
 from matplotlib import colormaps
 from matplotlib.colors import Normalize, to_hex
 
-from concur.analysis.concurrence import METHOD_LABELS, MIN_APPROACHES, is_small_n
-from concur.analysis.concurrence import number_at
+from concur.analysis.concurrence import METHOD_LABELS, MIN_APPROACHES, is_small_n, number_at
 from concur.analysis.reliability import ALPHA_EQUAL, CONCLUSIVE_CEILING, TARGET_CEILING, verdict_at
 from concur.analysis.render import INCONCLUSIVE_MARK, SMALL_N_MARK, ceiling_text, estimate_text, interval_text
 from concur.analysis.results import Results
