@@ -19,7 +19,6 @@ Run: `python -m bench.noise_simulation --studies 500 --out bench/results/noise-s
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import platform
@@ -31,6 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
+from bench.outputs import write_json
 from concur.analysis.bootstrap import BootstrapSettings, Interval, bootstrap_matrix
 from concur.analysis.concurrence import Method, concurrence_matrix
 from concur.analysis.measurement import BenchmarkOutcomes, Measurement
@@ -177,9 +177,7 @@ def main() -> None:
         )
     payload = {"machine": machine, "studies": args.studies, "resamples": args.resamples, "seed": args.seed, "scenarios": rows}
     if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(payload, indent=2) + "\n")
-        print(f"wrote {args.out}")
+        write_json(args.out, payload)
 
 
 if __name__ == "__main__":

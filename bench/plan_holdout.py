@@ -14,12 +14,12 @@ largest error of each estimate, and writes them as JSON.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from bench.outputs import write_json
 from concur.runner.planning.estimate import Throughput, measured_jobs, throughputs
 from concur.runner.records.store import finished_jobs
 
@@ -86,8 +86,7 @@ def main() -> None:
         errors = results[name]
         print(f"{name}: median |error| {errors['median_abs_error']:.0%}, largest {errors['max_abs_error']:.0%} over {len(records)} cells")
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({**results, "records": records}, indent=2) + "\n")
+        write_json(args.out, {**results, "records": records})
 
 
 if __name__ == "__main__":

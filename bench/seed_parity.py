@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from bench.outputs import write_json
 from concur.errors import closest
 
 # What must agree between two runs whose seeds are pooled (config fields of `bench.speed_training`'s JSON).
@@ -145,9 +146,7 @@ def main() -> None:
     result = {**summary(runs, args.against), "machines": machines}
     print("\n".join(lines(result)))
     if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=2) + "\n")
-        print(f"written: {args.out}")
+        write_json(args.out, result)
 
 
 if __name__ == "__main__":

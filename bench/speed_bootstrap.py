@@ -15,6 +15,7 @@ import platform
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 
 import numpy as np
@@ -23,7 +24,7 @@ import pandas as pd
 from bench.noise_simulation import Scenario, as_measurement, draw_outcomes
 from concur.analysis.bootstrap import BootstrapSettings, Interval, bootstrap_matrix
 from concur.analysis.concurrence import Method, concurrence_matrix
-from concur.analysis.measurement import Measurement
+from concur.analysis.measurement import Measurement, cell_em_intervals
 from concur.analysis.reference import liu2023
 from concur.analysis.reliability import noise_ceilings
 
@@ -73,11 +74,32 @@ def main() -> None:
     for method in ("kendall", "pearson"):
         for interval in Interval:
             settings = BootstrapSettings(args.resamples, 0, 0.95, interval)
-            print(f"{method:8s} {interval:10s} " + _timed(partial(bootstrap_matrix, wide, method, settings, measurement), args.repeats))
+            print(f"{method:8s} {interval:10s} " + _timed(partial(_matrix, wide, method, settings, measurement), args.repeats))
     if measurement is not None:
         for method in (Method.kendall, Method.pearson):
             observed = concurrence_matrix(wide, method).values
             print(f"{'ceilings':8s} {method:10s} " + _timed(partial(noise_ceilings, wide, measurement, method, observed), args.repeats))
+        settings = BootstrapSettings(args.resamples, 0, 0.95, Interval.bca)
+        print(f"{'report':8s} {'all':10s} " + _timed(partial(_report_statistics, wide, settings, measurement), args.repeats))
+
+
+def _fresh(measurement: Measurement | None) -> Measurement | None:
+    """The measurement without the question draws an earlier call kept, so that every timed call draws them."""
+    return None if measurement is None else replace(measurement, drawn={})
+
+
+def _matrix(wide: pd.DataFrame, method: str, settings: BootstrapSettings, measurement: Measurement | None) -> None:
+    bootstrap_matrix(wide, method, settings, _fresh(measurement))
+
+
+def _report_statistics(wide: pd.DataFrame, settings: BootstrapSettings, measurement: Measurement) -> None:
+    """What a report computes from the table's noise: both matrices (one set of question draws), EM intervals, ceilings."""
+    fresh = _fresh(measurement)
+    assert fresh is not None
+    for method in (Method.kendall, Method.pearson):
+        ci = bootstrap_matrix(wide, method, settings, fresh)
+        noise_ceilings(wide, fresh, method, ci.estimate.values)
+    cell_em_intervals(fresh, wide, confidence=settings.confidence, n_resamples=settings.n_resamples, seed=settings.seed)
 
 
 if __name__ == "__main__":

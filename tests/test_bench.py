@@ -823,7 +823,7 @@ def test_speed_training_refuses_more_questions_than_a_side_has_before_training_a
     assert ran.stderr.strip() == f"{option} {count}: ask for 1 to {size} (squadshifts-new-wiki-carved's {side} side)"
 
 
-TIMED_LINE = re.compile(r"^(kendall|pearson|ceilings) +(\S+) +median [0-9.]+ s  \(min [0-9.]+, max [0-9.]+, 1 runs\)$")
+TIMED_LINE = re.compile(r"^(kendall|pearson|ceilings|report) +(\S+) +median [0-9.]+ s  \(min [0-9.]+, max [0-9.]+, 1 runs\)$")
 
 
 def test_speed_bootstrap_times_the_approach_only_bootstrap_and_with_questions_the_two_level_one_and_the_ceilings(tmp_path):
@@ -842,7 +842,8 @@ def test_speed_bootstrap_times_the_approach_only_bootstrap_and_with_questions_th
     assert questions.returncode == 0, questions.stderr
     lines = questions.stdout.splitlines()
     assert lines[1] == "table: 20 approaches x 44 benchmarks (simulated, 30 questions per benchmark), 20 resamples"
-    assert [TIMED_LINE.match(line).groups() for line in lines[2:]] == [*timed, ("ceilings", "kendall"), ("ceilings", "pearson")]
+    noise_parts = [("ceilings", "kendall"), ("ceilings", "pearson"), ("report", "all")]
+    assert [TIMED_LINE.match(line).groups() for line in lines[2:]] == [*timed, *noise_parts]
     wide, measurement = _module("speed_bootstrap").simulated_table(30)
     assert wide.shape == (20, 44) and all(measurement.benchmarks[bench].n_questions == 30 for bench in wide.columns)
 
@@ -867,4 +868,4 @@ def test_noise_simulation_writes_each_scenarios_coverage_and_reliability(tmp_pat
         assert row["bias"] == pytest.approx(row["mean reliability estimate"] - row["mean tau between test sets"])
     printed = [line for line in ran.stdout.splitlines() if "two-level BCa" in line]
     assert [line.split(" true tau")[0].strip() for line in printed] == list(simulation.SCENARIOS)
-    assert ran.stdout.splitlines()[-1] == f"wrote {out}"
+    assert ran.stdout.splitlines()[-1] == f"written: {out}"

@@ -4,7 +4,8 @@ Two approaches are compared on the same questions (paired): the EM difference's 
 variance of their per-question differences over the number of questions, plus the seed
 variance of each cell where it has several runs (`concur.analysis.reliability`), and the
 two-sided p-value is the normal one of the difference over that noise (with one run per
-cell this is McNemar's test without continuity correction). The p-values of all pairs are
+cell, a Wald form of McNemar's test: the variance of the paired differences in place of
+McNemar's discordant count). The p-values of all pairs are
 adjusted together by Holm's step-down method, so every "told apart" holds at the family-wise
 level `alpha`.
 

@@ -110,7 +110,7 @@ def inconclusive(ci: MatrixWithCI | None, ceilings: NoiseCeilings | None) -> pd.
         labels = [str(bench) for bench in ceilings.ceiling.index]
     else:
         raise ValueError("inconclusive needs an interval or a ceiling")
-    verdict = pd.DataFrame(None, index=labels, columns=labels, dtype=object)
+    verdict = pd.DataFrame([[None] * len(labels) for _ in labels], index=labels, columns=labels, dtype=object)
     for first in labels:
         for second in labels:
             if first != second:
