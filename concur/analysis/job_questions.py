@@ -10,8 +10,8 @@ predictions, the benchmark's data no longer prepared, or prepared again from ano
 or other data), the job keeps its stored EM and one note counts such jobs and says why.
 
 Speed. Each benchmark's test split is read once, and a (question, prediction) pair is scored
-once per benchmark however many jobs gave that answer. The official metric in pure Python
-costs tens of microseconds a question, seconds for a few dozen full-size jobs, so a job's
+once per benchmark however many jobs gave that answer. The official metric in pure Python is
+still the slow part over full-size test sets (docs/analysis.md gives the times), so a job's
 outcomes, once checked against its EM, are kept in `runs/cache/questions/<key>.npz`: a
 finished job never changes (its key fixes its data, subset and spec), and the cached file
 records the stamp of the predictions it was scored from, so predictions written again (a
