@@ -63,9 +63,11 @@ def test_compare_texts_agree_with_the_values(pair):
     assert pair_title(pair) == "b1 vs b2 (95% bca intervals, 200 resamples, seed 0)"
     rows = pair_rows(pair)
     assert all(len(row) == len(PAIR_COLUMNS) for row in rows)
-    assert rows[0] == ["Pearson r", "0.900", f"[{pearson.lower:.3f}, {pearson.upper:.3f}]", "5"]
-    assert rows[1][:2] == ["Kendall τ", "0.800"]
-    assert rows[3][:2] == ["Kendall τ: (b1, b3) - (b2, b3)", "-0.333"] and rows[3][3].startswith("4†  p = ")
+    marks = {estimate.method: "‡" if estimate.inconclusive else "" for estimate in (pearson, kendall)}
+    assert pearson.inconclusive is (pearson.lower <= 0 <= pearson.upper)  # no per-question data: the interval decides
+    assert rows[0] == ["Pearson r", f"0.900{marks[Method.pearson]}", f"[{pearson.lower:.3f}, {pearson.upper:.3f}]", "n/a", "5"]
+    assert rows[1][:2] == ["Kendall τ", f"0.800{marks[Method.kendall]}"] and rows[1][3] == "n/a"  # no ceiling without questions
+    assert rows[3][:2] == ["Kendall τ: (b1, b3) - (b2, b3)", "-0.333"] and rows[3][4].startswith("4†  p = ")
     assert pair_stats_text(pair.comparison).splitlines() == [
         f"r = 0.900 [{pearson.lower:.3f}, {pearson.upper:.3f}]",
         f"τ = 0.800 [{kendall.lower:.3f}, {kendall.upper:.3f}]",

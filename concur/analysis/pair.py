@@ -179,7 +179,7 @@ def pair_rows(pair: BenchmarkPair) -> list[list[str]]:
     comparison = pair.comparison
     rows = []
     for estimate in comparison.estimates:
-        marked = _text(estimate.value) + (INCONCLUSIVE_MARK if estimate.inconclusive else "")
+        marked = _text(estimate.value) + (INCONCLUSIVE_MARK if estimate.inconclusive and not math.isnan(estimate.value) else "")
         rows.append(
             [
                 METHOD_LABELS[estimate.method],
