@@ -31,10 +31,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.stats import chi2
+from scipy.special import chdtrc
 
 from concur.analysis.bootstrap import MatrixWithCI
-from concur.analysis.concurrence import Method, number_at
+from concur.analysis.concurrence import Method
 from concur.analysis.measurement import Measurement
 from concur.analysis.noise_model import BenchmarkNoise, benchmark_noise
 
@@ -110,21 +110,19 @@ def inconclusive(ci: MatrixWithCI | None, ceilings: NoiseCeilings | None) -> pd.
         labels = [str(bench) for bench in ceilings.ceiling.index]
     else:
         raise ValueError("inconclusive needs an interval or a ceiling")
-    verdict = pd.DataFrame([[None] * len(labels) for _ in labels], index=labels, columns=labels, dtype=object)
-    for first in labels:
-        for second in labels:
-            if first != second:
-                verdict.at[first, second] = _verdict(ci, ceilings, first, second)
-    return verdict
-
-
-def _verdict(ci: MatrixWithCI | None, ceilings: NoiseCeilings | None, first: str, second: str) -> bool | None:
-    low = ceilings is not None and number_at(ceilings.ceiling, first, second) < CONCLUSIVE_CEILING
-    if low:
-        return True
-    if ci is None or math.isnan(number_at(ci.lower, first, second)):
-        return None
-    return number_at(ci.lower, first, second) <= 0.0 <= number_at(ci.upper, first, second)
+    size = len(labels)
+    low = np.zeros((size, size), dtype=bool)
+    if ceilings is not None:
+        low = ceilings.ceiling.loc[labels, labels].to_numpy(dtype=float) < CONCLUSIVE_CEILING  # NaN compares False
+    verdict = np.full((size, size), None, dtype=object)
+    if ci is not None:
+        lower, upper = ci.lower.to_numpy(dtype=float), ci.upper.to_numpy(dtype=float)
+        known = ~np.isnan(lower)
+        spans_zero = known & (lower <= 0.0) & (upper >= 0.0)
+        verdict[known] = [bool(value) for value in spans_zero[known]]  # Python booleans: JSON and `verdict_at` read them
+    verdict[low] = True
+    np.fill_diagonal(verdict, None)
+    return pd.DataFrame(verdict, index=labels, columns=labels, dtype=object)
 
 
 def verdict_at(frame: pd.DataFrame, first: str, second: str) -> bool | None:
@@ -183,7 +181,7 @@ def equal_accuracy_p(noise: BenchmarkNoise) -> float:
     if rank == 0:
         return 1.0 if np.allclose(deviations, 0.0) else 0.0
     statistic = float(deviations @ np.linalg.pinv(covariance) @ deviations)
-    return float(chi2.sf(statistic, rank))
+    return float(chdtrc(rank, statistic))
 
 
 def _smallest(reliability_at: Callable[[float], float], target: float) -> float | None:
