@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from concur.analysis.tidy import KEY_COLUMNS, TIDY_COLUMNS, RawTable, integer_column, name_column
+from concur.analysis.tidy import KEY_COLUMNS, TIDY_COLUMNS, RawTable, run_keys
 from concur.errors import DataFormatError
 
 QUESTION_COLUMNS = ("approach", "benchmark", "hparam_id", "seed", "question_id", "em", "f1")
@@ -73,12 +73,7 @@ def read_questions(raw: RawTable, origin: str) -> pd.DataFrame:
     has an EM on another test set, and its interval would not be comparable.
     """
     frame, lines = raw.frame.reset_index(drop=True), raw.lines
-    missing = [column for column in REQUIRED_QUESTION_COLUMNS if column not in frame.columns]
-    if missing:
-        raise DataFormatError(origin, f"missing column(s) {', '.join(missing)}; {QUESTIONS_EXAMPLE}")
-    questions = pd.DataFrame({column: name_column(frame, column, origin, lines) for column in ("approach", "benchmark")})
-    for column in ("hparam_id", "seed"):
-        questions[column] = integer_column(frame, column, origin, lines)
+    questions = run_keys(frame, origin, lines, REQUIRED_QUESTION_COLUMNS, QUESTIONS_EXAMPLE)
     questions["question_id"] = frame["question_id"].astype("string").str.strip()
     _refuse(questions["question_id"].isna() | (questions["question_id"] == ""), origin, lines, "column 'question_id' must not be empty")
     questions["em"] = _fractions(frame, "em", origin, lines, "must be 1 or 0 (answered exactly or not)", required=True)

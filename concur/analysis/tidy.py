@@ -55,12 +55,7 @@ def tidy_frame(
     frame = frame.reset_index(drop=True)
     if lines is None and first_line is not None:
         lines = range(first_line, first_line + len(frame))
-    missing = [column for column in REQUIRED_COLUMNS if column not in frame.columns]
-    if missing:
-        raise DataFormatError(origin, f"missing column(s) {', '.join(missing)}; a results table needs {', '.join(TIDY_COLUMNS)}")
-    tidy = pd.DataFrame({column: name_column(frame, column, origin, lines) for column in ("approach", "benchmark")})
-    for column in ("hparam_id", "seed"):
-        tidy[column] = integer_column(frame, column, origin, lines)
+    tidy = run_keys(frame, origin, lines, REQUIRED_COLUMNS, f"a results table needs {', '.join(TIDY_COLUMNS)}")
     for column in ("em", "f1"):
         tidy[column] = _scores(frame, column, origin, lines, required=column == "em")
         if imported:
@@ -78,6 +73,18 @@ class RawTable:
 
     frame: pd.DataFrame
     lines: list[int]
+
+
+def run_keys(frame: pd.DataFrame, origin: str, lines: Sequence[int] | None, required: Sequence[str], needs: str) -> pd.DataFrame:
+    """The run of every row (`KEY_COLUMNS`: names checked, `hparam_id` and `seed` whole numbers or missing), once the
+    `required` columns are there; a missing one is an error naming them and what the table `needs`."""
+    missing = [column for column in required if column not in frame.columns]
+    if missing:
+        raise DataFormatError(origin, f"missing column(s) {', '.join(missing)}; {needs}")
+    keys = pd.DataFrame({column: _name_column(frame, column, origin, lines) for column in ("approach", "benchmark")})
+    for column in ("hparam_id", "seed"):
+        keys[column] = _integer_column(frame, column, origin, lines)
+    return keys
 
 
 def read_tidy_file(path: Path) -> pd.DataFrame:
@@ -138,7 +145,7 @@ def _where(origin: str, lines: Sequence[int] | None, row: int) -> tuple[str, int
     return origin, lines[row], ""
 
 
-def name_column(frame: pd.DataFrame, column: str, origin: str, lines: Sequence[int] | None) -> pd.Series:
+def _name_column(frame: pd.DataFrame, column: str, origin: str, lines: Sequence[int] | None) -> pd.Series:
     """`column`'s names, stripped; an empty one, or one with a comma (lists are comma-separated), is an error at its line."""
     values = frame[column].astype("string").str.strip()
     bad = values.isna() | (values == "") | values.str.contains(",", regex=False).fillna(False)
@@ -149,7 +156,7 @@ def name_column(frame: pd.DataFrame, column: str, origin: str, lines: Sequence[i
     return values
 
 
-def integer_column(frame: pd.DataFrame, column: str, origin: str, lines: Sequence[int] | None) -> pd.Series:
+def _integer_column(frame: pd.DataFrame, column: str, origin: str, lines: Sequence[int] | None) -> pd.Series:
     """`column` as `Int64` (all NA when the frame has no such column); a value that is not a whole number is an error at its line."""
     if column not in frame.columns:
         return pd.Series(pd.NA, index=frame.index, dtype="Int64")
