@@ -21,6 +21,7 @@ may not write is scored every time.
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -223,11 +224,8 @@ def _read_cache(path: Path, stamp: str) -> _Outcomes | None:
 
 def _write_cache(path: Path, outcome: _Outcomes, stamp: str) -> None:
     """Keep a job's checked outcomes; a runs directory this process may not write (or a full disk) just goes without."""
-    try:
-        with atomic_open(path, "wb") as handle:
-            np.savez(handle, qids=outcome.qids, em=outcome.em, f1=outcome.f1, stamp=np.array(stamp))
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), atomic_open(path, "wb") as handle:
+        np.savez(handle, qids=outcome.qids, em=outcome.em, f1=outcome.f1, stamp=np.array(stamp))
 
 
 def _notes(origin: str, total: int, lacking: Mapping[str, list[str]]) -> list[str]:
