@@ -101,6 +101,24 @@ def test_job_keys_change_with_a_budget_that_cuts_and_not_without_one():
     assert cut.describe() == "tiny-rasor on babi-1 (hparams 0, seed 0, 300 train questions)"
 
 
+def test_a_benchmark_of_its_own_budget_gets_its_counts_and_the_others_keep_the_studys(tmp_path):
+    path = _study(tmp_path, "[budget]\ntrain_questions = 300\ntest_questions = 200\nseed = 3\n[budget.babi-1]\ntrain_questions = 50\n")
+    budget = load_study(path).grid.budget
+    assert budget == Budget(train_questions=300, test_questions=200, seed=3, benches={"babi-1": {"train_questions": 50}})
+    assert budget.for_bench("babi-1") == Budget(train_questions=50, test_questions=200, seed=3)
+    assert budget.for_bench("babi-2") == Budget(train_questions=300, test_questions=200, seed=3)
+    spec = default_registry([CHECKS]).approach("tiny-rasor")
+    bench = _manifest_bench(1000, 1000)  # babi-1
+    job = make_job(spec, bench, seed=0, budget=budget)
+    assert job.subset == {"train": {"questions": 50, "seed": 3}, "test": {"questions": 200, "seed": 3}}
+    assert job.key == make_job(spec, bench, seed=0, budget=Budget(train_questions=50, test_questions=200, seed=3)).key
+    other = PreparedBenchmark(Path("/nonexistent"), {**bench.manifest, "benchmark": "babi-2"})
+    assert make_job(spec, other, seed=0, budget=budget).subset == {
+        "train": {"questions": 300, "seed": 3},
+        "test": {"questions": 200, "seed": 3},
+    }
+
+
 def test_existing_studies_have_no_budget_and_no_overrides():
     for name in ("liu2023", "tiny-grid"):
         study = load_study(REPO / "analysis" / "studies" / f"{name}.toml")
@@ -144,6 +162,23 @@ def test_overrides_apply_to_every_setting_and_leave_the_draws_alone(tmp_path):
         ("[budget]\ntrain_questions = 0\n", "budget.train_questions", "must be a positive number of questions, got 0"),
         ("[budget]\nseed = 1\n", "budget", "sets neither train_questions nor test_questions"),
         ("[hparams]\ncount = 0\n", "hparams.count", "must be at least 1"),
+        (
+            "[budget]\ntrain_questions = 9\n[budget.babi-l]\ntest_questions = 5\n",
+            "budget.babi-l",
+            "unknown benchmark 'babi-l'; did you mean 'babi-1'?",
+        ),
+        (
+            "[budget]\ntrain_questions = 9\n[budget.babi-2]\ntest_questions = 5\n",
+            "budget.babi-2",
+            "benchmark 'babi-2' is not among this study's benches (babi-1)",
+        ),
+        (
+            "[budget]\ntrain_questions = 9\n[budget.babi-1]\nseed = 5\n",
+            "budget.babi-1.seed",
+            "one seed takes every benchmark's subsets: set it under [budget]",
+        ),
+        ("[budget]\ntrain_questions = 9\n[budget.babi-1]\n", "budget.babi-1", "sets neither train_questions nor test_questions"),
+        ("[budget]\ntrain_questions = 9\n[budget.babi-1]\ntest_questions = -2\n", "budget.babi-1.test_questions", "must be a positive"),
         ("[hparams]\ntiny-rasor = 3\n", "hparams.tiny-rasor", "must be a table, got 3"),
     ],
 )

@@ -217,6 +217,8 @@ def _summary(name: str, plan: Plan, budget: Budget | None) -> str:
     if budget is not None:
         limits = [f"{limit:,} {split}" for split, limit in budget.limits().items() if limit is not None]
         grid += f"; budget: at most {' / '.join(limits)} questions, seed {budget.seed}"
+        if budget.benches:
+            grid += f" ({', '.join(budget.benches)}: their own)"
     return f"{name}: {len(plan.jobs):,} jobs ({grid}): {parts}"
 
 

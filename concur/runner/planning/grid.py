@@ -61,7 +61,11 @@ def expand_grid(registry: Registry, request: GridRequest) -> list[GridPoint]:
         raise ConcurError(f"--precision: {problem}")
     approaches = select_approaches(registry, request.approaches, origin=request.origin)
     benches = select_benchmarks(registry, request.benches, origin=request.origin)
-    _check_override_ids(request, [spec.id for spec in approaches], [spec.id for spec in registry.approaches()])
+    approach_ids, registered_approaches = [spec.id for spec in approaches], [spec.id for spec in registry.approaches()]
+    _check_tables_name_chosen(request, "hparams", "approach", list(request.overrides), approach_ids, registered_approaches)
+    if request.budget is not None:
+        bench_ids, registered_benches = [spec.id for spec in benches], [spec.id for spec in registry.benchmarks()]
+        _check_tables_name_chosen(request, "budget", "benchmark", list(request.budget.benches), bench_ids, registered_benches)
     settings = {
         spec.id: _checked_settings(spec, request.hparams, request.hparam_seed, request.overrides.get(spec.id, {}), request.origin)
         for spec in approaches
@@ -99,19 +103,21 @@ def _selected(ids: list[str], request: str, families: dict[str, str], ranks: Seq
         raise SpecError(origin, STUDY_FIELDS[kind], str(error)) from None
 
 
-def _check_override_ids(request: GridRequest, chosen: list[str], registered: list[str]) -> None:
-    """Every overridden approach must be one the grid runs: an override of any other would silently do nothing."""
-    for name in request.overrides:
+def _check_tables_name_chosen(
+    request: GridRequest, table: str, kind: str, names: list[str], chosen: list[str], registered: list[str]
+) -> None:
+    """Every `[table.<id>]` of the study must name one of the grid's `kind`s: one naming any other would silently do nothing."""
+    for name in names:
         if name in chosen:
             continue
         if name in registered:
-            problem = f"approach {name!r} is not among this study's approaches ({', '.join(chosen)})"
+            problem = f"{kind} {name!r} is not among this study's {STUDY_FIELDS[kind]} ({', '.join(chosen)})"
         else:
             hint = closest(name, chosen) or closest(name, registered)
-            problem = f"unknown approach {name!r}" + (
-                f"; did you mean {hint!r}?" if hint else f"; this study's approaches: {', '.join(chosen)}"
+            problem = f"unknown {kind} {name!r}" + (
+                f"; did you mean {hint!r}?" if hint else f"; this study's {STUDY_FIELDS[kind]}: {', '.join(chosen)}"
             )
-        raise _override_error(request.origin, f"hparams.{name}", problem)
+        raise _override_error(request.origin, f"{table}.{name}", problem)
 
 
 def _override_error(origin: Path | None, field_name: str, problem: str) -> ConcurError:

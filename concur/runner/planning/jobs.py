@@ -105,6 +105,6 @@ def make_job(
         implementation=spec.implementation,
         model=dict(spec.model),
         data_hash=bench.data_hash,
-        subset=budget.subset(bench.manifest) if budget else {},
+        subset=budget.for_bench(bench.manifest["benchmark"]).subset(bench.manifest) if budget else {},
         precision=precision,
     )

@@ -283,20 +283,37 @@ def _precision(table: Table) -> str:
 
 
 def _budget(table: Table) -> Budget | None:
-    """The [budget] table: positive question counts and a seed; at least one count."""
+    """The [budget] table: positive question counts and a seed, at least one count; [budget.<benchmark>] tables each
+    give one benchmark its own counts."""
     section = table.table("budget")
     if section is None:
         return None
-    section.reject_unknown(_BUDGET_KEYS)
+    benches = {key: section.table(key, required=True) for key, value in section.data.items() if isinstance(value, dict)}
+    Table({key: value for key, value in section.data.items() if key not in benches}, table.path, "budget.").reject_unknown(_BUDGET_KEYS)
+    limits = _question_counts(section)
+    if not any(value is not None for value in limits.values()):
+        raise section.error(None, "sets neither train_questions nor test_questions; give one, or remove [budget]")
+    own = {}
+    for bench_id, bench_section in benches.items():
+        if "seed" in bench_section.data:
+            raise bench_section.error("seed", "one seed takes every benchmark's subsets: set it under [budget]")
+        bench_section.reject_unknown(_BUDGET_KEYS)
+        counts = {key: value for key, value in _question_counts(bench_section).items() if value is not None}
+        if not counts:
+            raise bench_section.error(None, "sets neither train_questions nor test_questions; give one, or remove the table")
+        own[bench_id] = counts
+    return Budget(seed=section.get("seed", int, 0), benches=own, **limits)
+
+
+def _question_counts(section: Table) -> dict[str, int | None]:
+    """A budget table's train_questions and test_questions, each positive where given."""
     limits = {}
     for key in ("train_questions", "test_questions"):
         value = section.get(key, int)
         if value is not None and value < 1:
             raise section.error(key, f"must be a positive number of questions, got {value}")
         limits[key] = value
-    if not any(value is not None for value in limits.values()):
-        raise section.error(None, "sets neither train_questions nor test_questions; give one, or remove [budget]")
-    return Budget(seed=section.get("seed", int, 0), **limits)
+    return limits
 
 
 def _count_beside_overrides(path: Path) -> bool:
