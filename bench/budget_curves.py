@@ -165,6 +165,7 @@ def run_point(args: argparse.Namespace, study: Path) -> None:
     command = [sys.executable, "-m", "concur", "--runs-dir", str(args.runs_dir), "study", "run", str(study), "--device", "cpu",
                "--workers", str(args.workers), "--threads", "1"]  # fmt: skip
     command += ["--source-dir", str(args.source_dir)] if args.source_dir else []
+    command += ["--registry", str(args.registry)] if args.registry else []
     if subprocess.run(command).returncode != 0:
         raise SystemExit(f"`concur study run {study}` failed; rerun this command to resume (finished jobs are kept)")
 
@@ -225,6 +226,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--source-dir", type=Path)
     parser.add_argument("--runs-dir", type=Path, default=Path("runs/budget-curves"))
+    parser.add_argument("--registry", type=Path, help="a registry directory beside the built-in one (e.g. bench/checks)")
     parser.add_argument("--out", type=Path, default=Path("bench/results/budget-curves.json"))
     args = parser.parse_args()
     if not args.base.is_file():

@@ -60,6 +60,7 @@ from typing import Any
 
 from bench import child_environment, module_command, round_ratios, seed_parity
 from bench.benchmark_sides import DEFAULT_BENCHMARK, benchmark_sides
+from bench.machine import cpu_features, cpu_name, git_commit
 from bench.trainer_script import run_trainer, trainer_style_predict
 from bench.training_runs import APPROACH, Config, Measured, benchmark_splits, measure_run
 from concur.approaches.hf_span.variant import HF_SPAN_TRAINING, TrainingVariant  # these two import neither torch
@@ -70,7 +71,6 @@ from concur.errors import closest
 SYSTEMS = ("concur", "trainer-fast", "trainer-pad384")
 SHARING_SYSTEMS = ("concur", "concur-cuda-graphs")  # what --sharing can start several of at once
 ABLATIONS = ("concur-stock-kernels", "concur-cuda-graphs", "concur-trainer-decoding")
-CPU_FEATURES = ("avx512f", "avx512_bf16", "amx_bf16")  # what bf16 on the CPU runs on, recorded with each result
 STEP_LINE = re.compile(r"\bstep (\d+)/(\d+)\b")  # concur.approaches.loss_curve's log line
 STEADY_FROM = 0.25  # the steady rate counts the steps after this share of the run
 
@@ -245,21 +245,18 @@ def _machine(config: Config) -> dict[str, Any]:
     import torch
     import transformers
 
-    cpuinfo = Path("/proc/cpuinfo").read_text().splitlines() if Path("/proc/cpuinfo").is_file() else []
-    fields = {key.strip(): value.strip() for key, _, value in (line.partition(":") for line in cpuinfo)}
     if config.device.startswith("cuda"):
         device = torch.cuda.get_device_name()
     else:
-        device = fields.get("model name") or platform.processor() or platform.machine()
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent)
+        device = cpu_name()
     return {
         "device": device,
         "threads": config.threads,
         "torch": torch.__version__,
         "transformers": transformers.__version__,
         "python": platform.python_version(),
-        "cpu_features": [flag for flag in CPU_FEATURES if flag in fields.get("flags", "").split()],
-        "commit": commit.stdout.strip() or None,
+        "cpu_features": cpu_features(),
+        "commit": git_commit(),
     }
 
 

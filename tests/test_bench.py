@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import importlib
 import json
 import re
@@ -869,3 +870,72 @@ def test_noise_simulation_writes_each_scenarios_coverage_and_reliability(tmp_pat
     printed = [line for line in ran.stdout.splitlines() if "two-level BCa" in line]
     assert [line.split(" true tau")[0].strip() for line in printed] == list(simulation.SCENARIOS)
     assert ran.stdout.splitlines()[-1] == f"written: {out}"
+
+
+@pytest.mark.slow
+def test_budget_curves_runs_each_point_once_and_plots_em_against_training_seconds(tmp_path):
+    for split in ("train", "test"):
+        shared_file(f"babi/tasks_1-20_v1-2/en/qa1_single-supporting-fact_{split}.txt.gz")
+    base = tmp_path / "base.toml"
+    base.write_text(
+        'name = "base"\napproaches = ["tiny-rasor", "tiny-bidaf"]\nbenches = ["babi-1"]\n[hparams.tiny-bidaf]\nbatch_size = 8\n'
+    )
+    out = tmp_path / "curves.json"
+    options = ["--base", str(base), "--bench", "babi-1", "--test-questions", "30", "--registry", str(REPO / "bench" / "checks"),
+               "--runs-dir", str(tmp_path / "runs"), "--out", str(out), "--points", "all:40x1", "--points", "tiny-rasor:40x2"]  # fmt: skip
+    first = _script(tmp_path, "budget_curves", *options)
+    assert "[1/2] tiny-rasor 40x1, tiny-bidaf 40x1" in first and "[2/2] tiny-rasor 40x2" in first
+    result = json.loads(out.read_text())
+    jobs = {(job["approach"], job["epochs"]): job for job in result["jobs"]}
+    assert set(jobs) == {("tiny-rasor", 1.0), ("tiny-rasor", 2.0), ("tiny-bidaf", 1.0)}
+    for job in jobs.values():
+        assert job["questions"] == 40 and job["test_questions"] == 30 and job["train_seconds"] > 0
+        assert job["em_lower"] <= job["em"] <= job["em_upper"]
+    assert jobs[("tiny-rasor", 2.0)]["optimizer_steps"] == 2 * jobs[("tiny-rasor", 1.0)]["optimizer_steps"]
+    assert "[hparams.tiny-bidaf]\nbatch_size = 8\nepochs = 1.0" in (tmp_path / "runs" / "studies" / "curves-40-round1.toml").read_text()
+    assert out.with_suffix(".png").stat().st_size > 10_000
+    again = _script(tmp_path, "budget_curves", *options)  # every point has its result: no job runs again
+    assert "started" not in again and json.loads(out.read_text())["jobs"] == result["jobs"]
+
+
+def test_budget_curves_names_a_bad_point_or_approach_in_one_line(tmp_path):
+    for points, error in (("all:40", "a point is NxE"), ("rasr:40x1", "--points rasr: not an approach of the base study")):
+        ran = subprocess.run([*_bench("budget_curves"), "--points", points], capture_output=True, text=True, cwd=REPO)
+        assert ran.returncode == 2 if "NxE" in error else ran.returncode == 1, ran.stderr
+        assert error in ran.stderr and "Traceback" not in ran.stderr
+
+
+@pytest.mark.slow
+def test_quickstart_readme_times_a_study_once_and_writes_its_block_with_the_study_files_hash(tmp_path):
+    shared_file("mrqa/dev/SQuAD.jsonl.gz")
+    shared_file("squadshifts/new_wiki_v1.0.json")
+    for task in ("qa1_single-supporting-fact", "qa2_two-supporting-facts"):
+        for split in ("train", "test"):
+            shared_file(f"babi/tasks_1-20_v1-2/en/{task}_{split}.txt.gz")
+    study = tmp_path / "small.toml"
+    study.write_text(
+        'name = "small"\napproaches = ["tiny-rasor", "tiny-bidaf", "tiny-docreader"]\n'
+        'benches = ["squad-dev-carved", "squadshifts-new-wiki-carved", "babi-1", "babi-2"]\n'
+        "[budget]\ntrain_questions = 40\ntest_questions = 40\n[budget.babi-2]\ntest_questions = 30\n"
+    )
+    readme = tmp_path / "README.md"
+    readme.write_text("# title\n\n<!-- quickstart-results:begin -->\nold\n<!-- quickstart-results:end -->\n\nafter\n")
+    options = ["--study", str(study), "--readme", str(readme), "--runs-dir", str(tmp_path / "runs"),
+               "--registry", str(REPO / "bench" / "checks")]  # fmt: skip
+    _script(tmp_path, "quickstart_readme", *options)
+    text = readme.read_text()
+    digest = hashlib.sha256(study.read_bytes()).hexdigest()
+    assert text.startswith(f"# title\n\n<!-- quickstart-results:begin study={study.as_posix()} sha256={digest} -->\n")
+    assert text.endswith("<!-- quickstart-results:end -->\n\nafter\n") and "\nold\n" not in text
+    wall = json.loads((tmp_path / "runs" / "small-wall.json").read_text())
+    assert wall["jobs"] == 12 and wall["seconds"] > 0 and wall["study_sha256"] == digest
+    assert "for data preparation, 12 jobs and the report" in text
+    for approach in ("tiny-rasor", "tiny-bidaf", "tiny-docreader"):
+        assert re.search(rf"^\| {approach} \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \|$", text, re.MULTILINE)
+    assert "\nreliab. " in text and "over the 1 pairs of human-constructed sets" in text and "over the 2 human-bAbI pairs" in text
+    assert "in the paper's own results (Liu et al., liu2023: 15 human pairs, 20 approaches) 0.84 against -0.13" in text
+    _script(tmp_path, "quickstart_readme", *options)  # every job done: the recorded run's wall time, the same block
+    assert readme.read_text() == text
+    study.write_text(study.read_text() + "# changed\n")
+    ran = subprocess.run([*_bench("quickstart_readme"), *options], capture_output=True, text=True, cwd=tmp_path)
+    assert ran.returncode == 1 and "small-wall.json: timed a different" in ran.stderr and "Traceback" not in ran.stderr

@@ -1,0 +1,257 @@
+"""The README's quick-start block, generated from a real run of the quick start with the current code.
+
+Run: `python -m bench.quickstart_readme --source-dir DATA [--runs-dir runs] [--study analysis/studies/quickstart.toml]`.
+
+1. If any job of the study has no result in the runs dir, runs `concur study run STUDY --device cpu --workers 2
+   --source-dir DATA --report RUNS/quickstart-report` (what `make demo` runs after installing), timed as one command,
+   and records the wall time, the machine and the commit in RUNS/STEM-wall.json. A runs dir whose jobs all ran
+   outside this script has no such record: the block needs the wall time, so give a new runs dir.
+2. Reads the study's results (`study:STUDY`), computes the EM table, the Kendall matrix with its two-level bootstrap
+   intervals, reliabilities and ceilings, and the paper's central pattern: the mean τ over pairs of human-constructed
+   benchmarks against the mean over human-bAbI pairs, with percentile intervals from the same resamples, beside the
+   same two means in the paper's own results (Liu et al., `liu2023`).
+3. Replaces the README's block between its markers; the block's first line carries the study file's SHA-256, which
+   `tests/test_quickstart.py` checks, so a changed study file fails the tests until the block is regenerated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from bench.machine import describe_cpu, git_commit
+from concur.analysis.bootstrap import BootstrapSettings
+from concur.analysis.concurrence import Method
+from concur.analysis.group_means import GroupContrast, group_contrast
+from concur.analysis.matrix import BenchmarkMatrix, MatrixRequest, benchmark_matrix
+from concur.analysis.results import load_results
+from concur.data.sources import SourceLocator
+from concur.registry import Registry, default_registry
+from concur.runner.planning.study import Study, load_study, plan_study
+from concur.workspace import Workspace
+
+BEGIN = "<!-- quickstart-results:begin"  # the block's first line: `BEGIN study=PATH sha256=HEX -->`
+END = "<!-- quickstart-results:end -->"
+STAMP = re.compile(r"<!-- quickstart-results:begin study=(?P<study>\S+) sha256=(?P<sha256>[0-9a-f]{64}) -->")
+HUMAN_FAMILY = "human"
+BABI_PREFIX = "babi-"
+PAPER_RESULTS = "liu2023"
+SHORT_NAMES = {"squadshifts-": "", "-carved": "", "-synthetic": "", "-uniform": ""}  # column labels of the block's tables
+
+
+@dataclass(frozen=True)
+class WallRecord:
+    """How long the study's one timed run took, where and at which commit."""
+
+    study_sha256: str
+    seconds: float
+    jobs: int
+    machine: str
+    commit: str | None
+
+
+def study_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def pending_jobs(registry: Registry, study: Study, workspace: Workspace) -> tuple[int, int]:
+    """The study's jobs without a result in the runs dir (every job, before its data is prepared), and all its jobs."""
+    jobs = plan_study(registry, study, workspace).jobs
+    return sum(1 for planned in jobs if planned.state != "done"), len(jobs)
+
+
+def timed_run(args: argparse.Namespace, jobs: int) -> WallRecord:
+    """`concur study run` of the whole study with its report, as `make demo` runs it; its wall time recorded."""
+    command = [sys.executable, "-m", "concur", "--runs-dir", str(args.runs_dir), "study", "run", str(args.study),
+               "--device", "cpu", "--workers", str(args.workers), "--report", str(args.runs_dir / "quickstart-report")]  # fmt: skip
+    command += ["--source-dir", str(args.source_dir)] if args.source_dir else []
+    command += ["--registry", str(args.registry)] if args.registry else []
+    started = time.perf_counter()
+    if subprocess.run(command).returncode != 0:
+        raise SystemExit(f"`concur study run {args.study}` failed; the README is unchanged")
+    record = WallRecord(study_sha256(args.study), time.perf_counter() - started, jobs, describe_cpu(), git_commit())
+    wall_file(args).write_text(json.dumps(record.__dict__, indent=2) + "\n")
+    print(f"written: {wall_file(args)}")
+    return record
+
+
+def wall_file(args: argparse.Namespace) -> Path:
+    return args.runs_dir / f"{args.study.stem}-wall.json"
+
+
+def recorded_wall(args: argparse.Namespace) -> WallRecord:
+    """The record of the run that produced the runs dir's results; an error where there is none for this study file."""
+    path = wall_file(args)
+    if not path.is_file():
+        raise SystemExit(f"{path}: no record of a timed run: every job ran outside this script, so give a new --runs-dir")
+    record = WallRecord(**json.loads(path.read_text()))
+    if record.study_sha256 != study_sha256(args.study):
+        raise SystemExit(f"{path}: timed a different {args.study}; give a new --runs-dir to run the current one")
+    return record
+
+
+def short(bench: str) -> str:
+    for long, replacement in SHORT_NAMES.items():
+        bench = bench.replace(long, replacement)
+    return bench
+
+
+def em_table_markdown(matrix: BenchmarkMatrix) -> str:
+    wide = matrix.wide
+    lines = ["| approach | " + " | ".join(short(str(bench)) for bench in wide.columns) + " |", "|---" * (len(wide.columns) + 1) + "|"]
+    for approach, row in wide.iterrows():
+        lines.append(f"| {approach} | " + " | ".join("-" if pd.isna(value) else f"{value:.1f}" for value in row) + " |")
+    return "\n".join(lines)
+
+
+def matrix_text(matrix: BenchmarkMatrix) -> str:
+    """The Kendall matrix, ‡ marking the cells noise alone could explain, and the reliabilities as a last row."""
+    labels = [short(str(bench)) for bench in matrix.wide.columns]
+    width = max(9, *(len(label) + 1 for label in labels))
+    values = matrix.estimate.values
+    inconclusive = matrix.noise.inconclusive if matrix.noise is not None else None
+    lines = [" " * width + "".join(f"{label:>{width}}" for label in labels)]
+    for row, label in zip(values.index, labels):
+        cells = []
+        for column in values.columns:
+            mark = "‡" if inconclusive is not None and row != column and inconclusive.at[row, column] is True else " "
+            cells.append(f"{values.at[row, column]:>{width - 1}.2f}{mark}")
+        lines.append(f"{label:<{width}}" + "".join(cells))
+    if matrix.noise is not None and matrix.noise.ceilings is not None:
+        reliability = matrix.noise.ceilings.reliability
+        lines.append(f"{'reliab.':<{width}}" + "".join(f"{reliability[str(bench)]:>{width - 1}.2f} " for bench in values.columns))
+    return "\n".join(lines)
+
+
+def pattern(matrix: BenchmarkMatrix, registry: Registry, tasks: list[str] | None = None) -> tuple[list[str], list[str], GroupContrast]:
+    """The human-constructed and the bAbI benchmarks of the matrix (`tasks` where given), and the human-human against
+    human-bAbI contrast."""
+    assert matrix.with_ci is not None
+    benches = [str(bench) for bench in matrix.wide.columns]
+    human = [bench for bench in benches if registry.benchmark(bench).family == HUMAN_FAMILY]
+    babi = [bench for bench in benches if bench.startswith(BABI_PREFIX) and (tasks is None or bench in tasks)]
+    if len(human) < 2 or not babi:
+        raise SystemExit(f"the pattern needs two human-constructed benchmarks and a bAbI task; the study has {', '.join(benches)}")
+    return human, babi, group_contrast(matrix.with_ci, (human, human), (human, babi))
+
+
+def paper_pattern(args: argparse.Namespace, registry: Registry, tasks: list[str]) -> GroupContrast:
+    """The same contrast in the paper's own EM table: its human-constructed benchmarks against the same bAbI `tasks`."""
+    locator = SourceLocator(tuple(p for p in [args.source_dir] if p), args.runs_dir / "cache")
+    results = load_results([PAPER_RESULTS], store_path=Workspace.resolve(args.runs_dir).db_path, locator=locator, registry=registry)
+    matrix = benchmark_matrix(results, MatrixRequest(method=Method.kendall, bootstrap=BootstrapSettings()), registry=registry)
+    _, _, contrast = pattern(matrix, registry, tasks)
+    return contrast
+
+
+def interval(value: float, lower: float, upper: float) -> str:
+    return f"{value:.2f} [{lower:.2f}, {upper:.2f}]"
+
+
+def block(args: argparse.Namespace, registry: Registry, wall: WallRecord) -> str:
+    """The README block: the stamp, the run's wall time and machine, the EM table, the matrix and the pattern."""
+    locator = SourceLocator(tuple(p for p in [args.source_dir] if p), args.runs_dir / "cache")
+    results = load_results([f"study:{args.study}"], store_path=Workspace.resolve(args.runs_dir).db_path, locator=locator, registry=registry)
+    matrix = benchmark_matrix(results, MatrixRequest(method=Method.kendall, bootstrap=BootstrapSettings()), registry=registry)
+    human, babi, ours = pattern(matrix, registry)
+    paper = paper_pattern(args, registry, babi)
+    ceilings = matrix.noise.ceilings if matrix.noise is not None else None
+    human_ceilings = [float(ceilings.ceiling.at[a, b]) for a, b in ours.higher.pairs] if ceilings is not None else []
+    inconclusive = matrix.noise.inconclusive if matrix.noise is not None else None
+    cells = [(a, b) for i, a in enumerate(matrix.wide.columns) for b in list(matrix.wide.columns)[i + 1 :]]
+    n_inconclusive = sum(1 for a, b in cells if inconclusive is not None and inconclusive.at[a, b] is True)
+    minutes, seconds = divmod(round(wall.seconds), 60)
+    approaches, benches = matrix.wide.shape
+    study_name = args.study.as_posix()
+    lines = [
+        f"{BEGIN} study={study_name} sha256={study_sha256(args.study)} -->",
+        f"Measured at commit {wall.commit or 'unknown'} on a {wall.machine}, CPU only: {minutes} min {seconds:02d} s for "
+        f"data preparation, {wall.jobs} jobs and the report (regenerate with `python -m bench.quickstart_readme --source-dir DATA`).",
+        "",
+        "EM of each approach on each benchmark's test subset:",
+        "",
+        em_table_markdown(matrix),
+        "",
+        f"Kendall τ between benchmarks over the {approaches} approaches (‡: inconclusive, the interval includes 0 or the "
+        "noise ceiling is below 0.5; last row: each benchmark's reliability, the τ its own test questions allow):",
+        "",
+        "```text",
+        matrix_text(matrix),
+        "```",
+        "",
+        f"The paper's central pattern in these runs: mean τ over the {len(ours.higher.pairs)} pairs of human-constructed sets "
+        f"{interval(ours.higher.mean, ours.higher.lower, ours.higher.upper)} against "
+        f"{interval(ours.lower_group.mean, ours.lower_group.lower, ours.lower_group.upper)} over the "
+        f"{len(ours.lower_group.pairs)} human-bAbI pairs, a difference of {interval(ours.difference, ours.lower, ours.upper)} "
+        f"(95% intervals over test questions and approaches); in the paper's own results (Liu et al., {PAPER_RESULTS}: "
+        f"{len(paper.higher.pairs)} human pairs, 20 approaches) {paper.higher.mean:.2f} against {paper.lower_group.mean:.2f}. "
+        + (f"Ceilings of the human pairs: {min(human_ceilings):.2f}-{max(human_ceilings):.2f}. " if human_ceilings else "")
+        + f"{n_inconclusive} of the {len(cells)} cells are inconclusive.",
+        "",
+        what_it_shows(ours, human, babi, approaches, benches, n_inconclusive, len(cells)),
+        END,
+    ]
+    return "\n".join(lines)
+
+
+def what_it_shows(
+    ours: GroupContrast, human: list[str], babi: list[str], approaches: int, benches: int, open_cells: int, cells: int
+) -> str:
+    """The paragraph on what the run shows and what it cannot, worded by what was measured."""
+    shown = (
+        "the human-constructed sets rank the approaches alike, and more alike than they rank them with bAbI, "
+        "by more than the noise of their test questions and approaches"
+        if ours.lower > 0 and ours.higher.lower > 0
+        else "no contrast between human-human and human-bAbI pairs that stands above the noise of the test questions and approaches"
+    )
+    return (
+        f"What it shows: {shown}. What it cannot: with {approaches} approaches every τ has a wide interval, so single cells "
+        f"({open_cells} of {cells} inconclusive) are weak evidence and group means carry the finding; the budgets are far "
+        "below the paper's (seeded subsets of each benchmark, one seed, one setting per approach), so the EMs show each "
+        "approach's early learning, not its full strength, and the bAbI columns reflect how fast each approach learns a "
+        "task, not where it ends up."
+    )
+
+
+def replace_block(readme: Path, text: str) -> None:
+    """Put `text` between the README's markers (the markers themselves are part of `text`)."""
+    content = readme.read_text(encoding="utf-8")
+    start, end = content.find(BEGIN), content.find(END)
+    if start < 0 or end < start:
+        raise SystemExit(f"{readme}: no quick-start block; add the two lines `{BEGIN} -->` and `{END}` where it goes")
+    readme.write_text(content[:start] + text + content[end + len(END) :], encoding="utf-8")
+    print(f"written: {readme}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--study", type=Path, default=Path("analysis/studies/quickstart.toml"))
+    parser.add_argument("--readme", type=Path, default=Path("README.md"))
+    parser.add_argument("--runs-dir", type=Path, default=Path("runs"))
+    parser.add_argument("--source-dir", type=Path)
+    parser.add_argument("--registry", type=Path, help="a registry directory beside the built-in one (e.g. bench/checks)")
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    if not args.study.is_file():
+        raise SystemExit(f"--study {args.study}: no such study file")
+    registry = default_registry([args.registry] if args.registry else [])
+    study = load_study(args.study)
+    workspace = Workspace.resolve(args.runs_dir)
+    pending, total = pending_jobs(registry, study, workspace)
+    if 0 < pending < total:
+        raise SystemExit(f"{args.runs_dir}: {total - pending} of the study's {total} jobs ran outside one timed run; give a new --runs-dir")
+    wall = timed_run(args, total) if pending else recorded_wall(args)
+    replace_block(args.readme, block(args, registry, wall))
+
+
+if __name__ == "__main__":
+    main()
