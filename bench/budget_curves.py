@@ -1,17 +1,20 @@
 """EM against CPU seconds for each approach of a study at several training budgets: where a CPU study's time buys signal.
 
-Run: `python -m bench.budget_curves --base analysis/studies/quickstart.toml --source-dir DATA
---points all:1000x1,2000x1 --points minilm-l6:500x1,1500x1 --out bench/results/budget-curves.json`.
+Run (the quick start's curves): `python -m bench.budget_curves --source-dir DATA --runs-dir runs/budget-curves
+--points minilm-l6:2000x0.25,2000x0.5,2000x0.75,2000x1 --points rasor:2000x1,2000x2,2000x3
+--points bidaf:2000x1,2000x2 --points docreader-nofeat:2000x1,2000x2 --points bidaf-pp:2000x1,2000x2
+--points mnemonic-reader-nofeat:2000x1,2000x2 --out bench/results/budget-curves.json`; `--points all:...` gives
+every approach of `--base` the same points.
 
 A point `NxE` is a job trained on a seeded subset of N training questions of `--bench` for E epochs and scored on
-the same `--test-questions` test questions as every other point. Each approach's k-th point at N questions joins one study file written to
-OUT's runs dir beside the result (`--base`'s approaches and per-approach overrides, with `epochs = E` added), run by
-`concur study run` with `--workers` jobs at a time, one thread each: the way the quick start spends a CPU. A job's
-cost is its measured seconds on one core, split into training and prediction; its EM has a 95% interval over the
-test questions (the binomial form of the question bootstrap). Rerunning skips points already in the runs dir.
+the same `--test-questions` test questions as every other point. Each approach's k-th point at N questions joins
+one study file written to the runs dir (`--base`'s approaches and per-approach overrides, with `epochs = E`), run
+by `concur study run` with `--workers` jobs at a time, one thread each: the way the quick start spends a CPU. A
+job's cost is its measured seconds on one core (training, prediction and setup); its EM has a 95% interval over
+the test questions (the binomial form of the question bootstrap). Rerunning skips points already in the runs dir.
 
 Writes the result file (every job: approach, point, EM, F1, seconds, optimiser steps, final loss) and beside it a
-plot of EM against training seconds, one line per approach. Prints the table the docs carry.
+plot of EM against the job's seconds, one line per approach. Prints the table the docs carry.
 """
 
 from __future__ import annotations
@@ -19,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import platform
 import subprocess
 import sys
 import tomllib
@@ -33,6 +35,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from bench.machine import describe_cpu, git_commit  # noqa: E402
 from bench.outputs import write_json  # noqa: E402
 from concur.runner.records.store import Store  # noqa: E402
 from concur.workspace import Workspace  # noqa: E402
@@ -62,7 +65,7 @@ class Measured:
     """One job of the curves."""
 
     approach: str
-    questions: int
+    questions: int  # the point's training questions
     epochs: float
     em: float
     em_lower: float
@@ -74,6 +77,7 @@ class Measured:
     optimizer_steps: int
     final_loss: float | None
     test_questions: int
+    skipped_questions: int  # of `questions`, those the approach could not train on (an answer past its passage cut)
 
 
 def parse_point(text: str) -> Point:
@@ -177,12 +181,13 @@ def measured_jobs(runs_dir: Path, bench: str, test: int) -> list[Measured]:
     jobs = []
     for row in rows:
         epochs = float(_hparams(row)["epochs"])
+        skipped = int(row["skipped_train_questions"] or 0)
         lower, upper = em_interval(row["em"], row["n_questions"])
         jobs.append(
-            Measured(row["approach"], row["train_questions"], epochs, row["em"], lower, upper, row["f1"], row["train_seconds"],
-                     row["eval_seconds"], row["device_seconds"], row["optimizer_steps"], row["final_loss"], row["n_questions"])
+            Measured(row["approach"], row["train_questions"] + skipped, epochs, row["em"], lower, upper, row["f1"], row["train_seconds"],
+                     row["eval_seconds"], row["device_seconds"], row["optimizer_steps"], row["final_loss"], row["n_questions"], skipped)
         )  # fmt: skip
-    return sorted(jobs, key=lambda job: (job.approach, job.train_seconds))
+    return sorted(jobs, key=lambda job: (job.approach, job.job_seconds))
 
 
 def _hparams(row: dict[str, Any]) -> dict[str, Any]:
@@ -190,22 +195,22 @@ def _hparams(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def plot(jobs: list[Measured], bench: str, path: Path) -> None:
-    """EM (with its interval) against training seconds on one core, a line per approach."""
+    """EM (with its interval) against the job's seconds on one core, a line per approach."""
     by_approach: dict[str, list[Measured]] = defaultdict(list)
     for job in jobs:
         by_approach[job.approach].append(job)
     figure, axes = plt.subplots(figsize=(7, 4.5))
     for approach, points in sorted(by_approach.items()):
-        x = [job.train_seconds for job in points]
+        x = [job.job_seconds for job in points]
         y = [job.em for job in points]
         errors = [[job.em - job.em_lower for job in points], [job.em_upper - job.em for job in points]]
         axes.errorbar(x, y, yerr=errors, marker="o", capsize=2, label=approach)
         for job in points:
             axes.annotate(
-                Point(job.questions, job.epochs).label, (job.train_seconds, job.em), fontsize=6, xytext=(3, 3), textcoords="offset points"
+                Point(job.questions, job.epochs).label, (job.job_seconds, job.em), fontsize=6, xytext=(3, 3), textcoords="offset points"
             )
     axes.set_xscale("log")
-    axes.set_xlabel("training seconds on one CPU core (log scale)")
+    axes.set_xlabel("job seconds on one CPU core: training and prediction (log scale)")
     axes.set_ylabel(f"EM on {bench} (95% interval)")
     axes.legend(fontsize=7)
     axes.grid(alpha=0.3)
@@ -247,18 +252,19 @@ def main() -> None:
     jobs = [job for job in measured_jobs(args.runs_dir, args.bench, args.test_questions)
             if Point(job.questions, job.epochs) in chosen.get(job.approach, [])]  # fmt: skip
     write_json(args.out, {
-        "machine": f"{platform.node()}: {platform.processor() or platform.machine()}, {args.workers} jobs at a time, 1 thread each",
+        "machine": f"{describe_cpu()}; {args.workers} jobs at a time, 1 thread each",
+        "commit": git_commit(),
         "bench": args.bench,
         "test_questions": args.test_questions,
         "base": str(args.base),
         "jobs": [asdict(job) for job in jobs],
     })  # fmt: skip
     plot(jobs, args.bench, args.out.with_suffix(".png"))
-    print(f"\n{'approach':<24} {'point':>8} {'EM':>5} {'95% interval':>13} {'train s':>8} {'eval s':>7} {'steps':>6}")
+    print(f"\n{'approach':<24} {'point':>8} {'EM':>5} {'95% interval':>13} {'train s':>8} {'eval s':>7} {'job s':>6} {'steps':>6}")
     for job in jobs:
         interval = f"{job.em_lower:.1f}-{job.em_upper:.1f}"
         point = Point(job.questions, job.epochs).label
-        seconds = f"{job.train_seconds:>8.0f} {job.eval_seconds:>7.0f}"
+        seconds = f"{job.train_seconds:>8.0f} {job.eval_seconds:>7.0f} {job.job_seconds:>6.0f}"
         print(f"{job.approach:<24} {point:>8} {job.em:>5.1f} {interval:>13} {seconds} {job.optimizer_steps:>6}")
 
 
