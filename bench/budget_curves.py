@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import subprocess
 import sys
 import tomllib
@@ -31,17 +30,18 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from bench.machine import describe_cpu, git_commit  # noqa: E402
 from bench.outputs import write_json  # noqa: E402
+from concur.analysis.measurement import em_intervals  # noqa: E402
 from concur.runner.records.store import Store  # noqa: E402
 from concur.workspace import Workspace  # noqa: E402
 
 ALL = "all"  # in --points: every approach of the base study
-Z95 = 1.959963984540054
 
 
 @dataclass(frozen=True)
@@ -157,14 +157,6 @@ def study_text(name: str, bench: str, points: dict[str, Point], overrides: dict[
     return "\n".join(lines) + "\n"
 
 
-def em_interval(em: float, n: int) -> tuple[float, float]:
-    """A 95% Wilson interval of an EM (percent) over `n` test questions."""
-    p, z2 = em / 100, Z95**2
-    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
-    half = Z95 * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
-    return 100 * (centre - half), 100 * (centre + half)
-
-
 def run_point(args: argparse.Namespace, study: Path) -> None:
     command = [sys.executable, "-m", "concur", "--runs-dir", str(args.runs_dir), "study", "run", str(study), "--device", "cpu",
                "--workers", str(args.workers), "--threads", "1"]  # fmt: skip
@@ -182,7 +174,7 @@ def measured_jobs(runs_dir: Path, bench: str, test: int) -> list[Measured]:
     for row in rows:
         epochs = float(_hparams(row)["epochs"])
         skipped = int(row["skipped_train_questions"] or 0)
-        lower, upper = em_interval(row["em"], row["n_questions"])
+        (lower,), (upper,) = em_intervals(np.array([round(row["em"] * row["n_questions"] / 100)]), np.array([row["n_questions"]]))
         jobs.append(
             Measured(row["approach"], row["train_questions"] + skipped, epochs, row["em"], lower, upper, row["f1"], row["train_seconds"],
                      row["eval_seconds"], row["device_seconds"], row["optimizer_steps"], row["final_loss"], row["n_questions"], skipped)

@@ -197,19 +197,27 @@ def cell_em_intervals(
 
 
 def run_em_intervals(questions: pd.DataFrame, *, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """Each run's EM interval from its own test questions: the percentile bootstrap of its per-question EM.
-
-    The bootstrap of a mean of 0/1 outcomes draws the number correct from a binomial with the
-    observed rate, so it is drawn that way (the same distribution, without the questions).
-    """
+    """Each run's EM interval from its own test questions: the percentile bootstrap of its per-question EM."""
     grouped = questions.groupby(RUN_KEY, dropna=False, sort=False)["em"].agg(["sum", "size"]).reset_index()
-    rng = np.random.default_rng(seed)
     sizes = grouped["size"].to_numpy()
-    rates = grouped["sum"].to_numpy() / sizes
-    draws = rng.binomial(sizes[None, :], rates[None, :], (n_resamples, len(grouped))) / sizes[None, :]
+    lower, upper = em_intervals(grouped["sum"].to_numpy(), sizes, confidence=confidence, n_resamples=n_resamples, seed=seed)
+    return grouped[RUN_KEY].assign(n_questions=sizes, em_lower=lower, em_upper=upper)
+
+
+def em_intervals(
+    correct: np.ndarray, sizes: np.ndarray, *, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """EM intervals (percent) of runs that answered `correct` of `sizes` test questions exactly.
+
+    The percentile bootstrap of a mean of 0/1 outcomes draws the number correct from a binomial
+    with the observed rate, so it is drawn that way (the same distribution, without the questions).
+    """
+    rng = np.random.default_rng(seed)
+    rates = np.asarray(correct, dtype=float) / sizes
+    draws = rng.binomial(sizes[None, :], rates[None, :], (n_resamples, len(sizes))) / sizes[None, :]
     tail = (1.0 - confidence) / 2.0
     lower, upper = np.quantile(PERCENT * draws, [tail, 1.0 - tail], axis=0)
-    return grouped[RUN_KEY].assign(n_questions=sizes, em_lower=lower, em_upper=upper)
+    return lower, upper
 
 
 def _keyed(questions: pd.DataFrame) -> dict[str, pd.DataFrame]:
