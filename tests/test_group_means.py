@@ -8,7 +8,7 @@ import pytest
 
 from concur.analysis.bootstrap import BootstrapSettings, Interval, bootstrap_matrix
 from concur.analysis.concurrence import Method
-from concur.analysis.group_means import group_contrast, group_mean, group_pairs
+from concur.analysis.group_means import family_means, group_contrast, group_mean, group_pairs
 from concur.errors import ConcurError
 
 SETTINGS = BootstrapSettings(n_resamples=400, seed=0, interval=Interval.percentile)
@@ -72,3 +72,18 @@ def test_a_group_outside_the_matrix_is_named():
         group_mean(ci, ["h1"], ["babi-1"])
     with pytest.raises(ConcurError, match="at least one pair"):
         group_mean(ci, ["h1"], ["h1"])
+
+
+def test_family_means_cover_every_family_pair_and_say_how_far_within_stands_above_between():
+    ci = bootstrap_matrix(_wide(), Method.kendall, SETTINGS)
+    families = {"h1": "human", "h2": "human", "h3": "human", "b1": "synthetic"}
+    table = family_means(ci, families)
+    assert list(zip(table["first"], table["second"], table["pairs"])) == [("human", "human", 3), ("human", "synthetic", 3)]
+    within, between = table.iloc[0], table.iloc[1]
+    assert within["mean"] == pytest.approx(2.2 / 3) and np.isnan(within["above"])  # no pair of synthetic benchmarks
+    assert between["mean"] == pytest.approx(-2.6 / 3)
+    contrast = group_contrast(ci, (["h1", "h2", "h3"],) * 2, (["h1", "h2", "h3"], ["b1"]))
+    assert (between["above"], between["above_lower"], between["above_upper"]) == pytest.approx(
+        (contrast.difference, contrast.lower, contrast.upper)
+    )
+    assert family_means(ci, {"h1": "human"}).empty  # one benchmark of one family: no pair

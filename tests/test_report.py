@@ -192,6 +192,18 @@ def test_report_content_from_a_store_without_a_browser(tmp_path, toy_runs):
     assert attributes["class"] == "few inconclusive" and text.startswith("0.33†‡ (n=3)")
     assert any("2 of 3 pair(s) rest on fewer than 5 approaches" in warning and "squad×babi-1 (n=3)" in warning for warning in page.warnings)
 
+    # the paper's pattern as a table: τ within the human-constructed family and between it and the synthetic one
+    kendall = report.matrices[0].ci.estimate.values
+    families = report.families.set_index(["first", "second"])
+    assert [(row[0][1], row[1][1], row[2][1]) for row in page.tables["families"][1:]] == [
+        ("human", "human", "1"),
+        ("human", "synthetic", "2"),
+    ]
+    assert families.at[("human", "human"), "mean"] == pytest.approx(KENDALL_SQUAD_QAMR)
+    between = (kendall.at["squad", "babi-1"] + kendall.at["qamr", "babi-1"]) / 2
+    assert families.at[("human", "synthetic"), "mean"] == pytest.approx(between)
+    assert families.at[("human", "synthetic"), "above"] == pytest.approx(KENDALL_SQUAD_QAMR - between)
+
     published = liu2023()
     agreement = {row[0][1]: row for row in page.tables["agreement-table"][1:]}
     assert list(agreement) == SHOWN_BENCHES

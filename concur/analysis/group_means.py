@@ -9,11 +9,12 @@ means and their difference get percentile intervals from the same draws as the c
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations, product
 
 import numpy as np
+import pandas as pd
 
 from concur.analysis.bootstrap import MatrixWithCI, percentile_interval
 from concur.errors import ConcurError
@@ -99,3 +100,34 @@ def _interval(replicates: np.ndarray, ci: MatrixWithCI) -> tuple[float, float]:
         return float("nan"), float("nan")
     low, high = percentile_interval(defined, ci.settings.confidence)
     return float(low), float(high)
+
+
+def family_means(ci: MatrixWithCI, families: Mapping[str, str]) -> pd.DataFrame:
+    """The mean concurrence within each family of benchmarks and between every two, with percentile intervals, and
+    for each family with pairs of its own, how far its within mean stands above its mean with each other family.
+
+    One row per family pair that has a pair of benchmarks: `first`, `second`, `pairs`, `mean`, `lower`, `upper`, and
+    for a between-families row whose `first` family has within pairs, `above` (the within mean minus this mean) with
+    `above_lower` and `above_upper` (NaN elsewhere). Benchmarks without a family are left out.
+    """
+    labels = [str(label) for label in ci.estimate.values.index]
+    members: dict[str, list[str]] = {}
+    for bench in labels:
+        if families.get(bench):
+            members.setdefault(families[bench], []).append(bench)
+    rows = []
+    names = list(members)
+    for i, first in enumerate(names):
+        for second in names[i:]:
+            pairs = group_pairs(members[first], members[second])
+            if not pairs:
+                continue
+            mean = group_mean(ci, members[first], members[second])
+            row: dict[str, object] = {"first": first, "second": second, "pairs": len(pairs), "mean": mean.mean}
+            row |= {"lower": mean.lower, "upper": mean.upper, "above": np.nan, "above_lower": np.nan, "above_upper": np.nan}
+            within = (members[first], members[first])
+            if first != second and group_pairs(*within):
+                contrast = group_contrast(ci, within, (members[first], members[second]))
+                row |= {"above": contrast.difference, "above_lower": contrast.lower, "above_upper": contrast.upper}
+            rows.append(row)
+    return pd.DataFrame(rows, columns=["first", "second", "pairs", "mean", "lower", "upper", "above", "above_lower", "above_upper"])

@@ -23,6 +23,7 @@ import pandas as pd
 
 from concur.analysis.bootstrap import BootstrapSettings, MatrixWithCI, bootstrap_matrix, row_tests
 from concur.analysis.concurrence import METHOD_LABELS, MIN_APPROACHES, Method, concurrence_matrix, is_small_n
+from concur.analysis.group_means import family_means
 from concur.analysis.measurement import cell_em_intervals
 from concur.analysis.noise_model import benchmark_noise
 from concur.analysis.policy import Policy
@@ -151,6 +152,7 @@ class Report:
     agreement: Agreement
     warnings: list[str]
     noise: NoiseSection | None = None
+    families: pd.DataFrame | None = None  # Kendall τ within and between benchmark families (`group_means.family_means`)
 
 
 def build_report(
@@ -188,6 +190,7 @@ def build_report(
         agreement=agreement,
         warnings=[],
         noise=noise,
+        families=_families(table, matrices),
     )
     return replace(report, warnings=small_n_warnings(report) + noise_warnings(report))
 
@@ -203,6 +206,15 @@ def _matrices(table: EMTable, settings: BootstrapSettings, out_dir: Path) -> tup
         figure = matrix_heatmap(ci.estimate, table.labels.benchmark_names(wide.columns))
         sections.append(MatrixSection(ci, save_figure(figure, out_dir / str(method)), noise))
     return sections, None
+
+
+def _families(table: EMTable, matrices: list[MatrixSection]) -> pd.DataFrame | None:
+    """Kendall τ within and between the families of the selected benchmarks; None with fewer than two families."""
+    kendall = next((section for section in matrices if section.method is Method.kendall), None)
+    present = {table.labels.benchmark_family.get(str(bench)) for bench in table.wide.columns} - {None, ""}
+    if kendall is None or len(present) < 2:
+        return None
+    return family_means(kendall.ci, table.labels.benchmark_family)
 
 
 def noise_section(table: EMTable, matrices: list[MatrixSection], options: ReportOptions) -> NoiseSection:
