@@ -30,7 +30,7 @@ import pandas as pd
 
 from bench.machine import describe_cpu, git_commit
 from concur.analysis.bootstrap import BootstrapSettings
-from concur.analysis.concurrence import Method
+from concur.analysis.concurrence import Method, number_at
 from concur.analysis.group_means import GroupContrast, group_contrast
 from concur.analysis.matrix import BenchmarkMatrix, MatrixRequest, benchmark_matrix
 from concur.analysis.results import load_results
@@ -124,7 +124,7 @@ def matrix_text(matrix: BenchmarkMatrix) -> str:
         cells = []
         for column in values.columns:
             mark = "‡" if inconclusive is not None and row != column and inconclusive.at[row, column] is True else " "
-            cells.append(f"{values.at[row, column]:>{width - 1}.2f}{mark}")
+            cells.append(f"{number_at(values, row, column):>{width - 1}.2f}{mark}")
         lines.append(f"{label:<{width}}" + "".join(cells))
     if matrix.noise is not None and matrix.noise.ceilings is not None:
         reliability = matrix.noise.ceilings.reliability
@@ -165,12 +165,12 @@ def block(args: argparse.Namespace, registry: Registry, wall: WallRecord) -> str
     human, babi, ours = pattern(matrix, registry)
     paper = paper_pattern(args, registry, babi)
     ceilings = matrix.noise.ceilings if matrix.noise is not None else None
-    human_ceilings = [float(ceilings.ceiling.at[a, b]) for a, b in ours.higher.pairs] if ceilings is not None else []
+    human_ceilings = [number_at(ceilings.ceiling, a, b) for a, b in ours.higher.pairs] if ceilings is not None else []
     inconclusive = matrix.noise.inconclusive if matrix.noise is not None else None
     cells = [(a, b) for i, a in enumerate(matrix.wide.columns) for b in list(matrix.wide.columns)[i + 1 :]]
     n_inconclusive = sum(1 for a, b in cells if inconclusive is not None and inconclusive.at[a, b] is True)
     minutes, seconds = divmod(round(wall.seconds), 60)
-    approaches, benches = matrix.wide.shape
+    approaches = matrix.wide.shape[0]
     study_name = args.study.as_posix()
     lines = [
         f"{BEGIN} study={study_name} sha256={study_sha256(args.study)} -->",
@@ -197,28 +197,35 @@ def block(args: argparse.Namespace, registry: Registry, wall: WallRecord) -> str
         + (f"Ceilings of the human pairs: {min(human_ceilings):.2f}-{max(human_ceilings):.2f}. " if human_ceilings else "")
         + f"{n_inconclusive} of the {len(cells)} cells are inconclusive.",
         "",
-        what_it_shows(ours, human, babi, approaches, benches, n_inconclusive, len(cells)),
+        what_it_shows(ours, human, approaches, n_inconclusive, len(cells)),
         END,
     ]
     return "\n".join(lines)
 
 
-def what_it_shows(
-    ours: GroupContrast, human: list[str], babi: list[str], approaches: int, benches: int, open_cells: int, cells: int
-) -> str:
+def what_it_shows(ours: GroupContrast, human: list[str], approaches: int, open_cells: int, cells: int) -> str:
     """The paragraph on what the run shows and what it cannot, worded by what was measured."""
-    shown = (
-        "the human-constructed sets rank the approaches alike, and more alike than they rank them with bAbI, "
-        "by more than the noise of their test questions and approaches"
-        if ours.lower > 0 and ours.higher.lower > 0
-        else "no contrast between human-human and human-bAbI pairs that stands above the noise of the test questions and approaches"
-    )
+    within = ours.higher
+    if within.lower > 0:
+        alike = f"the {len(human)} human-constructed sets rank the approaches alike (the mean τ's interval is above 0)"
+    else:
+        alike = (
+            f"the {len(human)} human-constructed sets do not rank the approaches alike beyond the noise "
+            f"(the mean τ's interval reaches {within.lower:.2f})"
+        )
+    if ours.lower > 0:
+        contrast = "and more alike than they rank them with bAbI, by more than the noise"
+    else:
+        contrast = (
+            f"and the contrast with the {len(ours.lower_group.pairs)} human-bAbI pairs, {ours.difference:.2f}, is large but its interval "
+            f"reaches {ours.lower:.2f}: with {approaches} approaches it is at the edge of the noise"
+        )
     return (
-        f"What it shows: {shown}. What it cannot: with {approaches} approaches every τ has a wide interval, so single cells "
-        f"({open_cells} of {cells} inconclusive) are weak evidence and group means carry the finding; the budgets are far "
-        "below the paper's (seeded subsets of each benchmark, one seed, one setting per approach), so the EMs show each "
-        "approach's early learning, not its full strength, and the bAbI columns reflect how fast each approach learns a "
-        "task, not where it ends up."
+        f"What it shows: {alike}, {contrast}. What it cannot: with {approaches} approaches every τ has a wide interval, "
+        f"so single cells ({open_cells} of {cells} inconclusive) are weak evidence and group means carry the finding; the "
+        "budgets are far below the paper's (seeded subsets of each benchmark, one seed, one setting per approach), so the "
+        "EMs show each approach's early learning, not its full strength, and the bAbI columns reflect how fast each "
+        "approach learns a task from 300 questions, not where it ends up."
     )
 
 
