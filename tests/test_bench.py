@@ -932,7 +932,7 @@ def test_quickstart_readme_times_a_study_once_and_writes_its_block_with_the_stud
     assert "for data preparation, 12 jobs and the report" in text
     for approach in ("tiny-rasor", "tiny-bidaf", "tiny-docreader"):
         assert re.search(rf"^\| {approach} \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \|$", text, re.MULTILINE)
-    assert "\nreliab. " in text and "over the 1 pairs of human-constructed sets" in text and "over the 2 human-bAbI pairs" in text
+    assert "\nreliab. " in text and "over the 1 pairs of human-constructed sets" in text and "over the 4 human-bAbI pairs" in text
     assert "in the paper's own results (Liu et al., liu2023: 15 human pairs, 20 approaches) 0.84 against -0.13" in text
     _script(tmp_path, "quickstart_readme", *options)  # every job done: the recorded run's wall time, the same block
     assert readme.read_text() == text
