@@ -175,7 +175,8 @@ def block(args: argparse.Namespace, registry: Registry, wall: WallRecord) -> str
     lines = [
         f"{BEGIN} study={study_name} sha256={study_sha256(args.study)} -->",
         f"Measured at commit {wall.commit or 'unknown'} on a {wall.machine}, CPU only: {minutes} min {seconds:02d} s for "
-        f"data preparation, {wall.jobs} jobs and the report (regenerate with `python -m bench.quickstart_readme --source-dir DATA`).",
+        f"data preparation, {wall.jobs} jobs and the report "
+        "(regenerate with `python -m bench.quickstart_readme --source-dir DATA --runs-dir NEW_DIR`).",
         "",
         "EM of each approach on each benchmark's test subset:",
         "",
