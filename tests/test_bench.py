@@ -908,7 +908,7 @@ def test_budget_curves_names_a_bad_point_or_approach_in_one_line(tmp_path):
 @pytest.mark.slow
 def test_quickstart_readme_times_a_study_once_and_writes_its_block_with_the_study_files_hash(tmp_path):
     shared_file("mrqa/dev/SQuAD.jsonl.gz")
-    shared_file("squadshifts/new_wiki_v1.0.json")
+    shared_file("squadshifts/new_wiki_v1.0.json.gz")
     for task in ("qa1_single-supporting-fact", "qa2_two-supporting-facts"):
         for split in ("train", "test"):
             shared_file(f"babi/tasks_1-20_v1-2/en/{task}_{split}.txt.gz")
