@@ -144,11 +144,16 @@ def pattern(matrix: BenchmarkMatrix, registry: Registry, tasks: list[str] | None
     return human, babi, group_contrast(matrix.with_ci, (human, human), (human, babi))
 
 
+def kendall_matrix(args: argparse.Namespace, registry: Registry, request: str) -> BenchmarkMatrix:
+    """The Kendall matrix of one results request, with its two-level bootstrap intervals and noise assessment."""
+    locator = SourceLocator(tuple(p for p in [args.source_dir] if p), args.runs_dir / "cache")
+    results = load_results([request], store_path=Workspace.resolve(args.runs_dir).db_path, locator=locator, registry=registry)
+    return benchmark_matrix(results, MatrixRequest(method=Method.kendall, bootstrap=BootstrapSettings()), registry=registry)
+
+
 def paper_pattern(args: argparse.Namespace, registry: Registry, tasks: list[str]) -> GroupContrast:
     """The same contrast in the paper's own EM table: its human-constructed benchmarks against the same bAbI `tasks`."""
-    locator = SourceLocator(tuple(p for p in [args.source_dir] if p), args.runs_dir / "cache")
-    results = load_results([PAPER_RESULTS], store_path=Workspace.resolve(args.runs_dir).db_path, locator=locator, registry=registry)
-    matrix = benchmark_matrix(results, MatrixRequest(method=Method.kendall, bootstrap=BootstrapSettings()), registry=registry)
+    matrix = kendall_matrix(args, registry, PAPER_RESULTS)
     _, _, contrast = pattern(matrix, registry, tasks)
     return contrast
 
@@ -159,9 +164,7 @@ def interval(value: float, lower: float, upper: float) -> str:
 
 def block(args: argparse.Namespace, registry: Registry, wall: WallRecord) -> str:
     """The README block: the stamp, the run's wall time and machine, the EM table, the matrix and the pattern."""
-    locator = SourceLocator(tuple(p for p in [args.source_dir] if p), args.runs_dir / "cache")
-    results = load_results([f"study:{args.study}"], store_path=Workspace.resolve(args.runs_dir).db_path, locator=locator, registry=registry)
-    matrix = benchmark_matrix(results, MatrixRequest(method=Method.kendall, bootstrap=BootstrapSettings()), registry=registry)
+    matrix = kendall_matrix(args, registry, f"study:{args.study}")
     human, babi, ours = pattern(matrix, registry)
     paper = paper_pattern(args, registry, babi)
     ceilings = matrix.noise.ceilings if matrix.noise is not None else None
