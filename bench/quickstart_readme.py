@@ -3,7 +3,7 @@
 Run: `python -m bench.quickstart_readme --source-dir DATA [--runs-dir runs] [--study analysis/studies/quickstart.toml]`.
 
 1. If any job of the study has no result in the runs dir, runs `concur study run STUDY --device cpu --workers 2
-   --source-dir DATA --report RUNS/quickstart-report` (what `make demo` runs after installing), timed as one command,
+   --source-dir DATA --report RUNS/STEM-report` (what `make demo` runs after installing), timed as one command,
    and records the wall time, the machine and the commit in RUNS/STEM-wall.json. A runs dir whose jobs all ran
    outside this script has no such record: the block needs the wall time, so give a new runs dir.
 2. Reads the study's results (`study:STUDY`), computes the EM table, the Kendall matrix with its two-level bootstrap
@@ -72,7 +72,7 @@ def pending_jobs(registry: Registry, study: Study, workspace: Workspace) -> tupl
 def timed_run(args: argparse.Namespace, jobs: int) -> WallRecord:
     """`concur study run` of the whole study with its report, as `make demo` runs it; its wall time recorded."""
     command = [sys.executable, "-m", "concur", "--runs-dir", str(args.runs_dir), "study", "run", str(args.study),
-               "--device", "cpu", "--workers", str(args.workers), "--report", str(args.runs_dir / "quickstart-report")]  # fmt: skip
+               "--device", "cpu", "--workers", str(args.workers), "--report", str(args.runs_dir / f"{args.study.stem}-report")]  # fmt: skip
     command += ["--source-dir", str(args.source_dir)] if args.source_dir else []
     command += ["--registry", str(args.registry)] if args.registry else []
     started = time.perf_counter()
