@@ -17,86 +17,21 @@ Run: `python -m bench.quickstart_readme --source-dir DATA [--runs-dir runs] [--s
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
-import re
-import subprocess
-import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from bench.machine import describe_cpu, git_commit
-from concur.analysis.bootstrap import BootstrapSettings
-from concur.analysis.concurrence import Method, number_at
+from bench.study_blocks import Markers, StudyRun, WallRecord, add_run_options, kendall_matrix, replace_block, run_study
+from concur.analysis.concurrence import number_at
 from concur.analysis.group_means import GroupContrast, group_contrast
-from concur.analysis.matrix import BenchmarkMatrix, MatrixRequest, benchmark_matrix
-from concur.analysis.results import load_results
-from concur.data.sources import SourceLocator
-from concur.registry import Registry, default_registry
-from concur.runner.planning.study import Study, load_study, plan_study
-from concur.workspace import Workspace
+from concur.analysis.matrix import BenchmarkMatrix
+from concur.registry import Registry
 
-BEGIN = "<!-- quickstart-results:begin"  # the block's first line: `BEGIN study=PATH sha256=HEX -->`
-END = "<!-- quickstart-results:end -->"
-STAMP = re.compile(r"<!-- quickstart-results:begin study=(?P<study>\S+) sha256=(?P<sha256>[0-9a-f]{64}) -->")
+MARKERS = Markers("quickstart-results")
 HUMAN_FAMILY = "human"
 BABI_PREFIX = "babi-"
 PAPER_RESULTS = "liu2023"
 SHORT_NAMES = {"squadshifts-": "", "-carved": "", "-synthetic": "", "-uniform": ""}  # column labels of the block's tables
-
-
-@dataclass(frozen=True)
-class WallRecord:
-    """How long the study's one timed run took, where and at which commit."""
-
-    study_sha256: str
-    seconds: float
-    jobs: int
-    machine: str
-    commit: str | None
-
-
-def study_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def pending_jobs(registry: Registry, study: Study, workspace: Workspace) -> tuple[int, int]:
-    """The study's jobs without a result in the runs dir (every job, before its data is prepared), and all its jobs."""
-    jobs = plan_study(registry, study, workspace).jobs
-    return sum(1 for planned in jobs if planned.state != "done"), len(jobs)
-
-
-def timed_run(args: argparse.Namespace, jobs: int) -> WallRecord:
-    """`concur study run` of the whole study with its report, as `make demo` runs it; its wall time recorded."""
-    command = [sys.executable, "-m", "concur", "--runs-dir", str(args.runs_dir), "study", "run", str(args.study),
-               "--device", "cpu", "--workers", str(args.workers), "--report", str(args.runs_dir / f"{args.study.stem}-report")]  # fmt: skip
-    command += ["--source-dir", str(args.source_dir)] if args.source_dir else []
-    command += ["--registry", str(args.registry)] if args.registry else []
-    started = time.perf_counter()
-    if subprocess.run(command).returncode != 0:
-        raise SystemExit(f"`concur study run {args.study}` failed; the README is unchanged")
-    record = WallRecord(study_sha256(args.study), time.perf_counter() - started, jobs, describe_cpu(), git_commit())
-    wall_file(args).write_text(json.dumps(record.__dict__, indent=2) + "\n")
-    print(f"written: {wall_file(args)}")
-    return record
-
-
-def wall_file(args: argparse.Namespace) -> Path:
-    return args.runs_dir / f"{args.study.stem}-wall.json"
-
-
-def recorded_wall(args: argparse.Namespace) -> WallRecord:
-    """The record of the run that produced the runs dir's results; an error where there is none for this study file."""
-    path = wall_file(args)
-    if not path.is_file():
-        raise SystemExit(f"{path}: no record of a timed run: every job ran outside this script, so give a new --runs-dir")
-    record = WallRecord(**json.loads(path.read_text()))
-    if record.study_sha256 != study_sha256(args.study):
-        raise SystemExit(f"{path}: timed a different {args.study}; give a new --runs-dir to run the current one")
-    return record
 
 
 def short(bench: str) -> str:
@@ -144,16 +79,9 @@ def pattern(matrix: BenchmarkMatrix, registry: Registry, tasks: list[str] | None
     return human, babi, group_contrast(matrix.with_ci, (human, human), (human, babi))
 
 
-def kendall_matrix(args: argparse.Namespace, registry: Registry, request: str) -> BenchmarkMatrix:
-    """The Kendall matrix of one results request, with its two-level bootstrap intervals and noise assessment."""
-    locator = SourceLocator(tuple(p for p in [args.source_dir] if p), args.runs_dir / "cache")
-    results = load_results([request], store_path=Workspace.resolve(args.runs_dir).db_path, locator=locator, registry=registry)
-    return benchmark_matrix(results, MatrixRequest(method=Method.kendall, bootstrap=BootstrapSettings()), registry=registry)
-
-
-def paper_pattern(args: argparse.Namespace, registry: Registry, tasks: list[str]) -> GroupContrast:
+def paper_pattern(run: StudyRun, registry: Registry, tasks: list[str]) -> GroupContrast:
     """The same contrast in the paper's own EM table: its human-constructed benchmarks against the same bAbI `tasks`."""
-    matrix = kendall_matrix(args, registry, PAPER_RESULTS)
+    matrix = kendall_matrix(run, registry, PAPER_RESULTS)
     _, _, contrast = pattern(matrix, registry, tasks)
     return contrast
 
@@ -162,22 +90,20 @@ def interval(value: float, lower: float, upper: float) -> str:
     return f"{value:.2f} [{lower:.2f}, {upper:.2f}]"
 
 
-def block(args: argparse.Namespace, registry: Registry, wall: WallRecord) -> str:
+def block(run: StudyRun, registry: Registry, wall: WallRecord) -> str:
     """The README block: the stamp, the run's wall time and machine, the EM table, the matrix and the pattern."""
-    matrix = kendall_matrix(args, registry, f"study:{args.study}")
+    matrix = kendall_matrix(run, registry, f"study:{run.study}")
     human, babi, ours = pattern(matrix, registry)
-    paper = paper_pattern(args, registry, babi)
+    paper = paper_pattern(run, registry, babi)
     ceilings = matrix.noise.ceilings if matrix.noise is not None else None
     human_ceilings = [number_at(ceilings.ceiling, a, b) for a, b in ours.higher.pairs] if ceilings is not None else []
     inconclusive = matrix.noise.inconclusive if matrix.noise is not None else None
     cells = [(a, b) for i, a in enumerate(matrix.wide.columns) for b in list(matrix.wide.columns)[i + 1 :]]
     n_inconclusive = sum(1 for a, b in cells if inconclusive is not None and inconclusive.at[a, b] is True)
-    minutes, seconds = divmod(round(wall.seconds), 60)
     approaches = matrix.wide.shape[0]
-    study_name = args.study.as_posix()
     lines = [
-        f"{BEGIN} study={study_name} sha256={study_sha256(args.study)} -->",
-        f"Measured at commit {wall.commit or 'unknown'} on a {wall.machine}, CPU only: {minutes} min {seconds:02d} s for "
+        MARKERS.first_line(run.study),
+        f"Measured at commit {wall.commit or 'unknown'} on a {wall.machine}, CPU only: {wall.duration()} for "
         f"data preparation, {wall.jobs} jobs and the report "
         "(regenerate with `python -m bench.quickstart_readme --source-dir DATA --runs-dir NEW_DIR`).",
         "",
@@ -202,7 +128,7 @@ def block(args: argparse.Namespace, registry: Registry, wall: WallRecord) -> str
         + f"{n_inconclusive} of the {len(cells)} cells are inconclusive.",
         "",
         what_it_shows(ours, human, approaches, n_inconclusive, len(cells)),
-        END,
+        MARKERS.end,
     ]
     return "\n".join(lines)
 
@@ -233,35 +159,13 @@ def what_it_shows(ours: GroupContrast, human: list[str], approaches: int, open_c
     )
 
 
-def replace_block(readme: Path, text: str) -> None:
-    """Put `text` between the README's markers (the markers themselves are part of `text`)."""
-    content = readme.read_text(encoding="utf-8")
-    start, end = content.find(BEGIN), content.find(END)
-    if start < 0 or end < start:
-        raise SystemExit(f"{readme}: no quick-start block; add the two lines `{BEGIN} -->` and `{END}` where it goes")
-    readme.write_text(content[:start] + text + content[end + len(END) :], encoding="utf-8")
-    print(f"written: {readme}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--study", type=Path, default=Path("analysis/studies/quickstart.toml"))
+    add_run_options(parser, "analysis/studies/quickstart.toml")
     parser.add_argument("--readme", type=Path, default=Path("README.md"))
-    parser.add_argument("--runs-dir", type=Path, default=Path("runs"))
-    parser.add_argument("--source-dir", type=Path)
-    parser.add_argument("--registry", type=Path, help="a registry directory beside the built-in one (e.g. bench/checks)")
-    parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
-    if not args.study.is_file():
-        raise SystemExit(f"--study {args.study}: no such study file")
-    registry = default_registry([args.registry] if args.registry else [])
-    study = load_study(args.study)
-    workspace = Workspace.resolve(args.runs_dir)
-    pending, total = pending_jobs(registry, study, workspace)
-    if 0 < pending < total:
-        raise SystemExit(f"{args.runs_dir}: {total - pending} of the study's {total} jobs ran outside one timed run; give a new --runs-dir")
-    wall = timed_run(args, total) if pending else recorded_wall(args)
-    replace_block(args.readme, block(args, registry, wall))
+    run, registry, _, wall = run_study(args)
+    replace_block(args.readme, MARKERS, block(run, registry, wall))
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ def _module(name: str):
 def _script(tmp_path, name: str, *args: str) -> str:
     ran = subprocess.run(
         [*_bench(name), *args, "--source-dir", str(SHARED_DATA)],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+        capture_output=True, text=True, timeout=600, cwd=tmp_path, env=child_environment(),
     )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     return ran.stdout
@@ -905,37 +905,93 @@ def test_budget_curves_names_a_bad_point_or_approach_in_one_line(tmp_path):
         assert error in ran.stderr and "Traceback" not in ran.stderr
 
 
-@pytest.mark.slow
-def test_quickstart_readme_times_a_study_once_and_writes_its_block_with_the_study_files_hash(tmp_path):
+@pytest.fixture(scope="module")
+def small_study_run(tmp_path_factory) -> dict[str, Path]:
+    """A small study (3 tiny readers x the carved SQuAD and New Wiki and bAbI 1 and 2) run once, timed, by
+    `bench.quickstart_readme`, which writes its README block; `bench.cpu_full_docs` then reads the same run."""
     shared_file("mrqa/dev/SQuAD.jsonl.gz")
     shared_file("squadshifts/new_wiki_v1.0.json.gz")
     for task in ("qa1_single-supporting-fact", "qa2_two-supporting-facts"):
         for split in ("train", "test"):
             shared_file(f"babi/tasks_1-20_v1-2/en/{task}_{split}.txt.gz")
-    study = tmp_path / "small.toml"
+    root = tmp_path_factory.mktemp("small-study")
+    study = root / "small.toml"
     study.write_text(
-        'name = "small"\napproaches = ["tiny-rasor", "tiny-bidaf", "tiny-docreader"]\n'
+        'name = "small"\napproaches = ["tiny-rasor", "tiny-bidaf", "tiny-docreader"]\nreference = "squad-dev-carved"\n'
         'benches = ["squad-dev-carved", "squadshifts-new-wiki-carved", "babi-1", "babi-2"]\n'
         "[budget]\ntrain_questions = 40\ntest_questions = 40\n[budget.babi-2]\ntest_questions = 30\n"
     )
-    readme = tmp_path / "README.md"
+    readme = root / "README.md"
     readme.write_text("# title\n\n<!-- quickstart-results:begin -->\nold\n<!-- quickstart-results:end -->\n\nafter\n")
-    options = ["--study", str(study), "--readme", str(readme), "--runs-dir", str(tmp_path / "runs"),
-               "--registry", str(REPO / "bench" / "checks")]  # fmt: skip
-    _script(tmp_path, "quickstart_readme", *options)
+    _script(root, "quickstart_readme", *_small_study_options(root, study), "--readme", str(readme))
+    return {"root": root, "study": study, "readme": readme}
+
+
+def _small_study_options(root: Path, study: Path) -> list[str]:
+    return ["--study", str(study), "--runs-dir", str(root / "runs"), "--registry", str(REPO / "bench" / "checks")]
+
+
+@pytest.mark.slow
+def test_quickstart_readme_times_a_study_once_and_writes_its_block_with_the_study_files_hash(small_study_run):
+    root, study, readme = small_study_run["root"], small_study_run["study"], small_study_run["readme"]
     text = readme.read_text()
     digest = hashlib.sha256(study.read_bytes()).hexdigest()
     assert text.startswith(f"# title\n\n<!-- quickstart-results:begin study={study.as_posix()} sha256={digest} -->\n")
     assert text.endswith("<!-- quickstart-results:end -->\n\nafter\n") and "\nold\n" not in text
-    wall = json.loads((tmp_path / "runs" / "small-wall.json").read_text())
+    wall = json.loads((root / "runs" / "small-wall.json").read_text())
     assert wall["jobs"] == 12 and wall["seconds"] > 0 and wall["study_sha256"] == digest
     assert "for data preparation, 12 jobs and the report" in text
     for approach in ("tiny-rasor", "tiny-bidaf", "tiny-docreader"):
         assert re.search(rf"^\| {approach} \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \|$", text, re.MULTILINE)
     assert "\nreliab. " in text and "over the 1 pairs of human-constructed sets" in text and "over the 4 human-bAbI pairs" in text
     assert "in the paper's own results (Liu et al., liu2023: 15 human pairs, 20 approaches) 0.84 against -0.13" in text
-    _script(tmp_path, "quickstart_readme", *options)  # every job done: the recorded run's wall time, the same block
+    options = [*_small_study_options(root, study), "--readme", str(readme)]
+    _script(root, "quickstart_readme", *options)  # every job done: the recorded run's wall time, the same block
     assert readme.read_text() == text
-    study.write_text(study.read_text() + "# changed\n")
-    ran = subprocess.run([*_bench("quickstart_readme"), *options], capture_output=True, text=True, cwd=tmp_path)
+    changed = root / "changed" / "small.toml"  # the same name, so the same wall record, for a different file
+    changed.parent.mkdir()
+    changed.write_text(study.read_text() + "# changed\n")
+    ran = subprocess.run([*_bench("quickstart_readme"), *_small_study_options(root, changed), "--readme", str(readme)],
+                         capture_output=True, text=True, cwd=root)  # fmt: skip
     assert ran.returncode == 1 and "small-wall.json: timed a different" in ran.stderr and "Traceback" not in ran.stderr
+
+
+@pytest.mark.slow
+def test_cpu_full_docs_sets_a_studys_pairs_beside_the_papers_and_names_each_by_the_papers_id(small_study_run):
+    import pandas as pd
+    from scipy.stats import kendalltau
+
+    root, study = small_study_run["root"], small_study_run["study"]
+    page = root / "running.md"
+    page.write_text("# Running\n\n<!-- cpu-full-results:begin -->\n<!-- cpu-full-results:end -->\n")
+    out = root / "out"
+    options = [*_small_study_options(root, study), "--page", str(page), "--out-dir", str(out)]
+    _script(root, "cpu_full_docs", *options)  # the run the fixture timed
+    text = page.read_text()
+    digest = hashlib.sha256(study.read_bytes()).hexdigest()
+    assert text.startswith(f"# Running\n\n<!-- cpu-full-results:begin study={study.as_posix()} sha256={digest} -->\n")
+    assert "for data preparation, 12 jobs and the report" in text
+    em = pd.read_csv(out / "em.csv", index_col="benchmark")
+    assert list(em.index) == ["squad-dev-carved", "squadshifts-new-wiki-carved", "babi-1", "babi-2"]
+    assert sorted(em.columns) == ["reliability", "tiny-bidaf", "tiny-docreader", "tiny-rasor"]
+    pairs = pd.read_csv(out / "pairs.csv").set_index(["first", "second"])
+    assert len(pairs) == 6 and (out / "matrix.png").stat().st_size > 10_000
+    # The paper's τ of a pair, by hand from the bundled table: its 20 approaches' EM on SQuAD and on bAbI 1.
+    paper = pd.read_csv(REPO / "concur" / "analysis" / "data" / "liu2023_em.csv")
+    paper = paper.pivot(index="approach_id", columns="benchmark_id", values="em")
+    expected = kendalltau(paper["squad"], paper["babi-1"]).statistic
+    row = pairs.loc[("squad-dev-carved", "babi-1")]
+    assert row["paper_first"] == "squad" and row["paper_tau"] == pytest.approx(expected, abs=1e-4)
+    assert np.isnan(pairs.loc[("squad-dev-carved", "squadshifts-new-wiki-carved"), "paper_tau"])  # no SQuADShifts in the paper
+    assert pairs["paper_tau_shared"].isna().all()  # the tiny readers are none of the paper's approaches
+    number, interval = r"-?[\d.]+", r"-?[\d.]+ \[-?[\d.]+, -?[\d.]+\]"
+    # At 40 questions the tiny readers answer no SQuAD question: its τ are undefined, and say so.
+    assert (em.loc["squad-dev-carved", ["tiny-bidaf", "tiny-docreader", "tiny-rasor"]] == 0).all()
+    assert np.isnan(row["tau"]) and re.search(r"^\| babi-1 \| - \| - \| -0\.32 \| - \|$", text, re.MULTILINE)
+    assert re.search(r"^\| human – bAbI 1k \| 4 \| - \| 2 \| -0\.17 \| - \| 66 \| -0\.14 \|$", text, re.MULTILINE)
+    by_hand = kendalltau(em.loc["babi-1"].drop("reliability"), em.loc["babi-2"].drop("reliability")).statistic
+    assert pairs.loc[("babi-1", "babi-2"), "tau"] == pytest.approx(by_hand, abs=1e-4)
+    assert re.search(rf"^\| bAbI 1k \| 1 \| {interval} \| 1 \| 0\.45 \| - \| 55 \| {number} \|$", text, re.MULTILINE)
+    assert "1 pairs have a τ in both matrices: too few to compare cell by cell." in text
+    _script(root, "cpu_full_docs", *options)
+    assert page.read_text() == text

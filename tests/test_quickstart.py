@@ -48,6 +48,23 @@ def test_every_source_of_the_quickstart_is_in_the_shared_data():
     assert missing_sources(benches.values(), locator, REPO / "no-runs") == []
 
 
+def test_the_longer_cpu_study_runs_the_quickstarts_approaches_on_every_benchmark_whose_data_is_here():
+    shared_file("mrqa/dev/SQuAD.jsonl.gz")
+    registry = default_registry([])
+    locator = SourceLocator((SHARED_DATA,), REPO / "no-cache")
+    offline = {bench.id for bench in registry.benchmarks() if not missing_sources([bench], locator, REPO / "no-runs")}
+    quick, full = (load_study(STUDIES / name) for name in ("quickstart.toml", "cpu-full.toml"))
+    quick_points, full_points = expand_grid(registry, quick.grid), expand_grid(registry, full.grid)
+    assert {point.bench.id for point in full_points} == offline and len(offline) == 30
+    assert len(full_points) == 6 * 30 and full.reference == quick.reference
+    settings = {point.approach.id: point.setting.values for point in quick_points}
+    assert {point.approach.id: point.setting.values for point in full_points} == settings  # the quick start's overrides
+    budget = full.grid.budget
+    assert (budget.for_bench("qamr-devtest").train_questions, budget.for_bench("qamr-devtest").test_questions) == (1800, 800)
+    assert (budget.for_bench("babi-3").train_questions, budget.for_bench("babi-1-10k").train_questions) == (300, 600)
+    assert budget.for_bench("babi-16-10k").test_questions == 1000
+
+
 def test_the_gpu_sibling_is_the_same_comparison_at_full_size():
     quick, full = (load_study(STUDIES / name) for name in ("quickstart.toml", "quickstart-gpu.toml"))
     registry = default_registry([])
@@ -88,13 +105,20 @@ def test_the_same_study_file_gives_the_same_em_table_in_two_runs(concur, tmp_pat
     pd.testing.assert_frame_equal(first[["approach", "benchmark", "em", "f1"]], second[["approach", "benchmark", "em", "f1"]])
 
 
-def test_the_readmes_quick_start_block_was_generated_from_this_study_file():
-    readme = (REPO / "README.md").read_text()
-    stamp = re.search(r"<!-- quickstart-results:begin study=(\S+) sha256=([0-9a-f]{64}) -->", readme)
-    assert stamp is not None, "README.md has no generated quick-start block"
+@pytest.mark.parametrize(
+    ("page", "block", "script"),
+    [
+        ("README.md", "quickstart-results", "bench.quickstart_readme"),
+        ("docs/running.md", "cpu-full-results", "bench.cpu_full_docs"),
+    ],
+)
+def test_a_generated_study_block_was_generated_from_the_study_file_as_it_is(page, block, script):
+    text = (REPO / page).read_text()
+    stamp = re.search(rf"<!-- {block}:begin study=(\S+) sha256=([0-9a-f]{{64}}) -->", text)
+    assert stamp is not None, f"{page} has no generated {block} block"
     study = REPO / stamp.group(1)
     digest = hashlib.sha256(study.read_bytes()).hexdigest()
     assert stamp.group(2) == digest, (
-        f"{stamp.group(1)} changed since README.md's quick-start block was generated from it; "
-        "regenerate it with `python -m bench.quickstart_readme --source-dir DATA --runs-dir NEW_DIR`"
+        f"{stamp.group(1)} changed since {page}'s {block} block was generated from it; "
+        f"regenerate it with `python -m {script} --source-dir DATA --runs-dir NEW_DIR`"
     )
