@@ -23,10 +23,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bench.study_blocks import Markers, StudyRun, WallRecord, add_run_options, kendall_matrix, replace_block, run_study
+from bench.study_blocks import (
+    Markers,
+    StudyRun,
+    WallRecord,
+    add_run_options,
+    kendall_matrix,
+    number,
+    replace_block,
+    run_study,
+    with_interval,
+)
 from concur.analysis.bootstrap import MatrixWithCI
 from concur.analysis.concurrence import number_at
-from concur.analysis.group_means import group_mean, group_pairs
+from concur.analysis.group_means import group_contrast, group_mean, group_pairs
 from concur.analysis.matrix import BenchmarkMatrix
 from concur.plots.heatmap import concurrence_heatmap
 from concur.plots.style import save_figure
@@ -151,7 +161,7 @@ def group_rows(matrices: Matrices, registry: Registry) -> list[str]:
     paper_all = members([str(bench) for bench in matrices.paper.wide.columns], registry)
     shared = len(matrices.shared_approaches)
     lines = [
-        f"| pairs of | ours: pairs | ours: mean τ [95%] | paper, same pairs: pairs | its {PAPER_APPROACHES} approaches "
+        f"| pairs of | ours: pairs with a τ | ours: mean τ [95%] | paper, same pairs: pairs | its {PAPER_APPROACHES} approaches "
         f"| the {shared} approaches both ran | paper, all its pairs of these kinds: pairs | mean τ |",
         "|---|---|---|---|---|---|---|---|",
     ]
@@ -170,14 +180,38 @@ def group_rows(matrices: Matrices, registry: Registry) -> list[str]:
             paper_own = _mean_or_dash(paper_ci, [paper_all[first], paper_all[second]], own)
             label = first if first == second else f"{first} – {second}"
             lines.append(
-                f"| {label} | {len(pairs)} | {_with_interval(mean.mean, mean.lower, mean.upper)} | {len(same)} | {paper_same} "
+                f"| {label} | {len(mean.pairs)} | {with_interval(mean.mean, mean.lower, mean.upper)} | {len(same)} | {paper_same} "
                 f"| {shared_same} | {len(own)} | {paper_own} |"
             )
     return lines
 
 
 def _mean_or_dash(ci: MatrixWithCI | None, groups: list[list[str]], pairs: tuple[tuple[str, str], ...]) -> str:
-    return _number(group_mean(ci, groups[0], groups[1]).mean) if ci is not None and pairs else "-"
+    return number(group_mean(ci, groups[0], groups[1]).mean) if ci is not None and pairs else "-"
+
+
+def central_pattern(matrices: Matrices, registry: Registry) -> str:
+    """The paper's central pattern in our runs: human-human pairs against human-bAbI pairs (1k and 10k), with the
+    difference's interval from the same resamples, beside the paper's two means over all its pairs of those kinds."""
+    ours_ci, paper_ci = matrices.ours.with_ci, matrices.paper.with_ci
+    assert ours_ci is not None and paper_ci is not None
+    ours = members([str(bench) for bench in matrices.ours.wide.columns], registry)
+    paper = members([str(bench) for bench in matrices.paper.wide.columns], registry)
+    babi, paper_babi = ours["bAbI 1k"] + ours["bAbI 10k"], paper["bAbI 1k"] + paper["bAbI 10k"]
+    if not group_pairs(ours["human"], ours["human"]) or not babi:
+        return "The study has no two human-constructed sets and a bAbI task: no central pattern to measure."
+    contrast = group_contrast(ours_ci, (ours["human"], ours["human"]), (ours["human"], babi))
+    paper_contrast = group_contrast(paper_ci, (paper["human"], paper["human"]), (paper["human"], paper_babi))
+    verdict = "stands above the noise" if contrast.lower > 0 else "does not stand above the noise"
+    within, between = contrast.higher, contrast.lower_group
+    return (
+        f"The paper's central pattern in these runs: mean τ {with_interval(within.mean, within.lower, within.upper)} over "
+        f"the {len(within.pairs)} pairs of human-constructed sets against "
+        f"{with_interval(between.mean, between.lower, between.upper)} over the {len(between.pairs)} human-bAbI pairs, "
+        f"a difference of {with_interval(contrast.difference, contrast.lower, contrast.upper)}: it {verdict}. "
+        f"In the paper, over all its pairs of those kinds: {paper_contrast.higher.mean:.2f} against "
+        f"{paper_contrast.lower_group.mean:.2f}."
+    )
 
 
 def agreement(pairs: pd.DataFrame) -> str:
@@ -211,8 +245,8 @@ def reference_rows(pairs: pd.DataFrame, reference: str) -> list[str]:
         other = row["second"] if row["first"] == reference else row["first"]
         mark = " ‡" if row["inconclusive"] is True else ""
         lines.append(
-            f"| {other} | {_with_interval(row['tau'], row['lower'], row['upper'])}{mark} | {_number(row['ceiling'])} "
-            f"| {_number(row['paper_tau'])} | {_number(row['paper_tau_shared'])} |"
+            f"| {other} | {with_interval(row['tau'], row['lower'], row['upper'])}{mark} | {number(row['ceiling'])} "
+            f"| {number(row['paper_tau'])} | {number(row['paper_tau_shared'])} |"
         )
     return lines
 
@@ -221,17 +255,8 @@ def em_rows(em: pd.DataFrame) -> list[str]:
     approaches = [column for column in em.columns if column != "reliability"]
     lines = ["| benchmark | " + " | ".join(approaches) + " | reliability |", "|---" * (len(approaches) + 2) + "|"]
     for bench, row in em.iterrows():
-        lines.append(f"| {bench} | " + " | ".join(_number(row[a], 1) for a in approaches) + f" | {_number(row['reliability'])} |")
+        lines.append(f"| {bench} | " + " | ".join(number(row[a], 1) for a in approaches) + f" | {number(row['reliability'])} |")
     return lines
-
-
-def _number(value: float, digits: int = 2) -> str:
-    return "-" if pd.isna(value) else f"{value:.{digits}f}"
-
-
-def _with_interval(value: float, lower: float, upper: float) -> str:
-    """`0.52 [0.10, 0.88]`; `-` where the correlation is undefined (an approach-constant EM column)."""
-    return "-" if pd.isna(value) else f"{value:.2f} [{_number(lower)}, {_number(upper)}]"
 
 
 def block(run: StudyRun, registry: Registry, wall: WallRecord, out_dir: Path, reference: str) -> str:
@@ -254,6 +279,8 @@ def block(run: StudyRun, registry: Registry, wall: WallRecord, out_dir: Path, re
         "SQuAD as SQuAD, QAMR dev/test as QAMR) and on all its pairs of those kinds:",
         "",
         *group_rows(matrices, registry),
+        "",
+        central_pattern(matrices, registry),
         "",
         agreement(pairs),
         "",

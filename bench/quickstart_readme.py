@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.study_blocks import Markers, StudyRun, WallRecord, add_run_options, kendall_matrix, replace_block, run_study
+from bench.study_blocks import Markers, StudyRun, WallRecord, add_run_options, kendall_matrix, replace_block, run_study, with_interval
 from concur.analysis.concurrence import number_at
 from concur.analysis.group_means import GroupContrast, group_contrast
 from concur.analysis.matrix import BenchmarkMatrix
@@ -86,10 +86,6 @@ def paper_pattern(run: StudyRun, registry: Registry, tasks: list[str]) -> GroupC
     return contrast
 
 
-def interval(value: float, lower: float, upper: float) -> str:
-    return f"{value:.2f} [{lower:.2f}, {upper:.2f}]"
-
-
 def block(run: StudyRun, registry: Registry, wall: WallRecord) -> str:
     """The README block: the stamp, the run's wall time and machine, the EM table, the matrix and the pattern."""
     matrix = kendall_matrix(run, registry, f"study:{run.study}")
@@ -119,9 +115,9 @@ def block(run: StudyRun, registry: Registry, wall: WallRecord) -> str:
         "```",
         "",
         f"The paper's central pattern in these runs: mean τ over the {len(ours.higher.pairs)} pairs of human-constructed sets "
-        f"{interval(ours.higher.mean, ours.higher.lower, ours.higher.upper)} against "
-        f"{interval(ours.lower_group.mean, ours.lower_group.lower, ours.lower_group.upper)} over the "
-        f"{len(ours.lower_group.pairs)} human-bAbI pairs, a difference of {interval(ours.difference, ours.lower, ours.upper)} "
+        f"{with_interval(ours.higher.mean, ours.higher.lower, ours.higher.upper)} against "
+        f"{with_interval(ours.lower_group.mean, ours.lower_group.lower, ours.lower_group.upper)} over the "
+        f"{len(ours.lower_group.pairs)} human-bAbI pairs, a difference of {with_interval(ours.difference, ours.lower, ours.upper)} "
         f"(95% intervals over test questions and approaches); in the paper's own results (Liu et al., {PAPER_RESULTS}: "
         f"{len(paper.higher.pairs)} human pairs, 20 approaches) {paper.higher.mean:.2f} against {paper.lower_group.mean:.2f}. "
         + (f"Ceilings of the human pairs: {min(human_ceilings):.2f}-{max(human_ceilings):.2f}. " if human_ceilings else "")

@@ -98,6 +98,16 @@ def run_study(args: argparse.Namespace) -> tuple[StudyRun, Registry, Study, Wall
     return run, registry, study, timed_or_recorded(run, registry, study)
 
 
+def number(value: float, digits: int = 2) -> str:
+    """A table's number; `-` where it is undefined (a τ of a benchmark on which every approach ties)."""
+    return "-" if value != value else f"{value:.{digits}f}"
+
+
+def with_interval(value: float, lower: float, upper: float) -> str:
+    """`0.52 [0.10, 0.88]`, or `-` where the value is undefined."""
+    return "-" if value != value else f"{value:.2f} [{number(lower)}, {number(upper)}]"
+
+
 def study_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 

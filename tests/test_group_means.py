@@ -66,6 +66,20 @@ def test_a_contrast_finds_a_real_pattern_and_no_pattern_where_there_is_none():
     assert found >= 36 and false <= 4
 
 
+def test_a_pair_with_a_benchmark_on_which_every_approach_ties_is_left_out_of_the_mean():
+    wide = _wide().assign(tied=[3.0] * 5)  # ranks nothing: its τ with every benchmark is undefined
+    ci = bootstrap_matrix(wide, Method.kendall, SETTINGS)
+    human = group_mean(ci, ["h1", "h2", "h3", "tied"], ["h1", "h2", "h3", "tied"])
+    assert human.pairs == (("h1", "h2"), ("h1", "h3"), ("h2", "h3")) and human.mean == pytest.approx(2.2 / 3)
+    assert human.lower <= human.mean <= human.upper
+    only_tied = group_mean(ci, ["tied"], ["b1"])
+    assert only_tied.pairs == () and np.isnan(only_tied.mean) and np.isnan(only_tied.lower)
+    contrast = group_contrast(ci, (["h1", "h2", "h3", "tied"],) * 2, (["h1", "h2", "h3", "tied"], ["b1"]))
+    assert len(contrast.lower_group.pairs) == 3 and contrast.difference == pytest.approx(2.2 / 3 + 2.6 / 3)
+    table = family_means(ci, {"h1": "human", "h2": "human", "h3": "human", "tied": "human", "b1": "synthetic"})
+    assert list(table["pairs"]) == [3, 3]
+
+
 def test_a_group_outside_the_matrix_is_named():
     ci = bootstrap_matrix(_wide(), Method.kendall, SETTINGS)
     with pytest.raises(ConcurError, match="not in the matrix: babi-1; it has h1, h2, h3, b1"):

@@ -4,7 +4,8 @@ Liu et al. find that human-constructed benchmarks concur highly with each other 
 bAbI concur little with them. A study shows that pattern when the mean concurrence over its pairs of human sets
 stands above the mean over its human-bAbI pairs by more than the noise. Each mean is taken over distinct pairs of
 the matrix, in every resample of the matrix's own bootstrap (approaches, and test questions where covered), so the
-means and their difference get percentile intervals from the same draws as the cells.
+means and their difference get percentile intervals from the same draws as the cells. A pair whose correlation is
+undefined (a benchmark on which every approach ties ranks nothing) is left out of the mean, not allowed to void it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from concur.analysis.bootstrap import MatrixWithCI, percentile_interval
+from concur.analysis.concurrence import number_at
 from concur.errors import ConcurError
 
 
@@ -24,7 +26,7 @@ from concur.errors import ConcurError
 class GroupMean:
     """The mean concurrence over the distinct pairs between two groups of benchmarks (or within one)."""
 
-    pairs: tuple[tuple[str, str], ...]
+    pairs: tuple[tuple[str, str], ...]  # the pairs averaged: those with a defined correlation
     mean: float
     lower: float
     upper: float
@@ -56,7 +58,7 @@ def group_pairs(first: Sequence[str], second: Sequence[str]) -> tuple[tuple[str,
 
 def group_mean(ci: MatrixWithCI, first: Sequence[str], second: Sequence[str]) -> GroupMean:
     """The mean concurrence over `group_pairs(first, second)` and its percentile interval over the matrix's resamples."""
-    pairs = group_pairs(first, second)
+    pairs = _defined(ci, group_pairs(first, second))
     estimate, replicates = _pair_means(ci, pairs)
     low, high = _interval(replicates, ci)
     return GroupMean(pairs, estimate, low, high)
@@ -66,7 +68,7 @@ def group_contrast(
     ci: MatrixWithCI, higher: tuple[Sequence[str], Sequence[str]], lower: tuple[Sequence[str], Sequence[str]]
 ) -> GroupContrast:
     """The mean over `higher`'s pairs minus the mean over `lower`'s, with a percentile interval from the same resamples."""
-    high_pairs, low_pairs = group_pairs(*higher), group_pairs(*lower)
+    high_pairs, low_pairs = _defined(ci, group_pairs(*higher)), _defined(ci, group_pairs(*lower))
     high_estimate, high_replicates = _pair_means(ci, high_pairs)
     low_estimate, low_replicates = _pair_means(ci, low_pairs)
     differences = high_replicates - low_replicates
@@ -80,14 +82,23 @@ def group_contrast(
     )
 
 
-def _pair_means(ci: MatrixWithCI, pairs: tuple[tuple[str, str], ...]) -> tuple[float, np.ndarray]:
-    """The estimate's mean over `pairs`, and each resample's (NaN where a pair's correlation is undefined in it)."""
+def _defined(ci: MatrixWithCI, pairs: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """`pairs` whose correlation the estimate defines; an error where a benchmark is not in the matrix or there is no pair."""
     if not pairs:
         raise ConcurError("a group mean needs at least one pair of two different benchmarks")
     labels = [str(label) for label in ci.estimate.values.index]
     missing = sorted({bench for pair in pairs for bench in pair} - set(labels))
     if missing:
         raise ConcurError(f"not in the matrix: {', '.join(missing)}; it has {', '.join(labels)}")
+    return tuple((a, b) for a, b in pairs if not np.isnan(number_at(ci.estimate.values, a, b)))
+
+
+def _pair_means(ci: MatrixWithCI, pairs: tuple[tuple[str, str], ...]) -> tuple[float, np.ndarray]:
+    """The estimate's mean over `pairs`, and each resample's (NaN where a pair's correlation is undefined in it);
+    NaN throughout where no pair is defined."""
+    if not pairs:
+        return float("nan"), np.full(ci.replicates.shape[0], np.nan)
+    labels = [str(label) for label in ci.estimate.values.index]
     rows = [labels.index(a) for a, _ in pairs]
     columns = [labels.index(b) for _, b in pairs]
     estimate = float(np.mean(ci.estimate.values.to_numpy(dtype=float)[rows, columns]))
@@ -106,7 +117,7 @@ def family_means(ci: MatrixWithCI, families: Mapping[str, str]) -> pd.DataFrame:
     """The mean concurrence within each family of benchmarks and between every two, with percentile intervals, and
     for each family with pairs of its own, how far its within mean stands above its mean with each other family.
 
-    One row per family pair that has a pair of benchmarks: `first`, `second`, `pairs`, `mean`, `lower`, `upper`, and
+    One row per family pair that has a pair of benchmarks: `first`, `second`, `pairs` (those averaged), `mean`, `lower`, `upper`, and
     for a between-families row whose `first` family has within pairs, `above` (the within mean minus this mean) with
     `above_lower` and `above_upper` (NaN elsewhere). Benchmarks without a family are left out.
     """
@@ -119,11 +130,10 @@ def family_means(ci: MatrixWithCI, families: Mapping[str, str]) -> pd.DataFrame:
     names = list(members)
     for i, first in enumerate(names):
         for second in names[i:]:
-            pairs = group_pairs(members[first], members[second])
-            if not pairs:
+            if not group_pairs(members[first], members[second]):
                 continue
             mean = group_mean(ci, members[first], members[second])
-            row: dict[str, object] = {"first": first, "second": second, "pairs": len(pairs), "mean": mean.mean}
+            row: dict[str, object] = {"first": first, "second": second, "pairs": len(mean.pairs), "mean": mean.mean}
             row |= {"lower": mean.lower, "upper": mean.upper, "above": np.nan, "above_lower": np.nan, "above_upper": np.nan}
             within = (members[first], members[first])
             if first != second and group_pairs(*within):
