@@ -28,6 +28,7 @@ from bench.study_blocks import (
     StudyRun,
     WallRecord,
     add_run_options,
+    block_span,
     kendall_matrix,
     number,
     replace_block,
@@ -312,6 +313,7 @@ def main() -> None:
     parser.add_argument("--page", type=Path, default=Path("docs/running.md"))
     parser.add_argument("--out-dir", type=Path, default=Path("bench/results/cpu-full"))
     args = parser.parse_args()
+    block_span(args.page, MARKERS)  # before hours of jobs
     run, registry, study, wall = run_study(args)
     replace_block(args.page, MARKERS, block(run, registry, wall, args.out_dir, study.reference or ""))
 

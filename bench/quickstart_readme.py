@@ -21,7 +21,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.study_blocks import Markers, StudyRun, WallRecord, add_run_options, kendall_matrix, replace_block, run_study, with_interval
+from bench.study_blocks import (
+    Markers,
+    StudyRun,
+    WallRecord,
+    add_run_options,
+    block_span,
+    kendall_matrix,
+    replace_block,
+    run_study,
+    with_interval,
+)
 from concur.analysis.concurrence import number_at
 from concur.analysis.group_means import GroupContrast, group_contrast
 from concur.analysis.matrix import BenchmarkMatrix
@@ -160,6 +170,7 @@ def main() -> None:
     add_run_options(parser, "analysis/studies/quickstart.toml")
     parser.add_argument("--readme", type=Path, default=Path("README.md"))
     args = parser.parse_args()
+    block_span(args.readme, MARKERS)  # before hours of jobs
     run, registry, _, wall = run_study(args)
     replace_block(args.readme, MARKERS, block(run, registry, wall))
 

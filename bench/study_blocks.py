@@ -162,11 +162,20 @@ def kendall_matrix(run: StudyRun, registry: Registry, request: str, approaches: 
     return benchmark_matrix(results, matrix_request, registry=registry)
 
 
-def replace_block(page: Path, markers: Markers, text: str) -> None:
-    """Put `text` between the page's markers (the markers themselves are part of `text`)."""
+def block_span(page: Path, markers: Markers) -> tuple[str, int, int]:
+    """The page's text and where its block starts and its end marker begins; checked before a study runs, so a
+    missing page or marker stops the script at once, not after hours of jobs."""
+    if not page.is_file():
+        raise SystemExit(f"{page}: no such page")
     content = page.read_text(encoding="utf-8")
     start, end = content.find(markers.begin), content.find(markers.end)
     if start < 0 or end < start:
         raise SystemExit(f"{page}: no generated block; add the two lines `{markers.begin} -->` and `{markers.end}` where it goes")
+    return content, start, end
+
+
+def replace_block(page: Path, markers: Markers, text: str) -> None:
+    """Put `text` between the page's markers (the markers themselves are part of `text`)."""
+    content, start, end = block_span(page, markers)
     page.write_text(content[:start] + text + content[end + len(markers.end) :], encoding="utf-8")
     print(f"written: {page}")

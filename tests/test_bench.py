@@ -997,3 +997,28 @@ def test_cpu_full_docs_sets_a_studys_pairs_beside_the_papers_and_names_each_by_t
     assert "In the paper, over all its pairs of those kinds: 0.84 against -0.1" in text
     _script(root, "cpu_full_docs", *options)
     assert page.read_text() == text
+
+
+@pytest.mark.parametrize(("script", "page_option"), [("cpu_full_docs", "--page"), ("quickstart_readme", "--readme")])
+def test_a_block_script_names_a_missing_study_or_marker_in_one_line_before_any_job_runs(tmp_path, script, page_option):
+    page = tmp_path / "page.md"
+    page.write_text("# no markers here\n")
+    study = tmp_path / "small.toml"
+    study.write_text('name = "small"\napproaches = ["tiny-rasor"]\nbenches = ["babi-1"]\n')
+    runs = tmp_path / "runs"
+    marked = tmp_path / "marked.md"
+    name = "cpu-full-results" if script == "cpu_full_docs" else "quickstart-results"
+    marked.write_text(f"<!-- {name}:begin -->\n<!-- {name}:end -->\n")
+    for options, error in (
+        (
+            ["--study", str(tmp_path / "nope.toml"), page_option, str(marked)],
+            "--study " + str(tmp_path / "nope.toml") + ": no such study file",
+        ),
+        (["--study", str(study), page_option, str(tmp_path / "absent.md")], f"{tmp_path / 'absent.md'}: no such page"),
+        (["--study", str(study), page_option, str(page)], f"{page}: no generated block; add the two lines"),
+    ):
+        ran = subprocess.run([*_bench(script), *options, "--runs-dir", str(runs), "--registry", str(REPO / "bench" / "checks")],
+                             capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
+        assert ran.returncode == 1 and error in ran.stderr and "Traceback" not in ran.stderr, ran.stderr
+        assert len(ran.stderr.strip().splitlines()) == 1
+    assert not runs.exists()  # no job ran, nothing was prepared
